@@ -1,0 +1,83 @@
+/* tests/test_util.c — see test_util.h. */
+#include "tests/test_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+int test_checks_passed = 0;
+int test_checks_failed = 0;
+
+test_cmp_t test_compare_f32(const char *what, const float *got, const float *ref, size_t n,
+                            double atol, double rtol) {
+    test_cmp_t c = {0};
+    double num = 0, den = 0, dot = 0, ng = 0, nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], r = ref[i], d = fabs(g - r);
+        if (!(d <= atol + rtol * fabs(r))) { /* NaN counts as bad */
+            if (c.n_bad < 5)
+                fprintf(stderr, "  %s[%zu]: got %.9g want %.9g (|diff| %.3g)\n", what, i, g, r, d);
+            if (c.n_bad == 0)
+                c.first_bad = i;
+            c.n_bad++;
+        }
+        if (d > c.max_abs || isnan(d))
+            c.max_abs = isnan(d) ? INFINITY : d;
+        num += (g - r) * (g - r);
+        den += r * r;
+        dot += g * r;
+        ng += g * g;
+        nr += r * r;
+    }
+    c.nmse = den > 0 ? num / den : num;
+    c.cosine = (ng > 0 && nr > 0) ? dot / sqrt(ng * nr) : (ng == nr ? 1.0 : 0.0);
+    if (c.n_bad)
+        fprintf(stderr, "  %s: %zu of %zu out of tolerance, max |diff| %.3g, nmse %.3g\n", what,
+                c.n_bad, n, c.max_abs, c.nmse);
+    return c;
+}
+
+double test_cosine_f32(const float *a, const float *b, size_t n) {
+    double dot = 0, na = 0, nb = 0;
+    for (size_t i = 0; i < n; i++) {
+        dot += (double)a[i] * b[i];
+        na += (double)a[i] * a[i];
+        nb += (double)b[i] * b[i];
+    }
+    return (na > 0 && nb > 0) ? dot / sqrt(na * nb) : 0.0;
+}
+
+static const char *s_env(const char *name, const char *fallback) {
+    const char *v = getenv(name);
+    return (v && *v) ? v : fallback;
+}
+
+const char *test_model_dir(void) {
+    return s_env("EMBER_TEST_MODEL_DIR", "models/all-MiniLM-L6-v2");
+}
+const char *test_data_dir(void) {
+    return s_env("EMBER_TEST_DATA_DIR", ".");
+}
+const char *test_source_dir(void) {
+    return s_env("EMBER_SOURCE_DIR", ".");
+}
+const char *test_binary_dir(void) {
+    return s_env("EMBER_BINARY_DIR", ".");
+}
+
+void test_require_model(void) {
+    struct stat st;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", test_model_dir());
+    if (stat(path, &st) != 0) {
+        fprintf(stderr,
+                "FATAL: model not found at %s; run ops/fetch-model.sh (README.md) first\n",
+                test_model_dir());
+        exit(1);
+    }
+}
+
+int test_finish(void) {
+    printf("%d passed, %d failed\n", test_checks_passed, test_checks_failed);
+    return (test_checks_failed == 0 && test_checks_passed > 0) ? 0 : 1;
+}
