@@ -1,0 +1,86 @@
+/* client/cli.h — shared pieces of the `ember` command-line tool: exit codes, the input reader
+ * (one text per line), the output sink, and the subcommand entry points.
+ *
+ * Exit codes are a documented contract (docs/cli.md); scripts rely on them. Errors go to stderr
+ * as one line "ember: <what>: <why>"; stdout carries only complete results. All of this runs on
+ * the main thread. */
+#ifndef EMBER_CLIENT_CLI_H
+#define EMBER_CLIENT_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/error.h"
+#include "common/tokenizer.h"
+
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_INTERNAL = 1,    /* unexpected failure (a bug, out of memory) */
+    CLI_EXIT_USAGE = 2,       /* unknown command or flag, bad flag value */
+    CLI_EXIT_MODEL = 3,       /* model directory or file missing, truncated, corrupt, malformed */
+    CLI_EXIT_UNSUPPORTED = 4, /* well-formed model of an architecture ember does not run */
+    CLI_EXIT_INPUT = 5,       /* input unreadable, or a text over the limit under --no-truncate */
+    CLI_EXIT_OUTPUT = 6,      /* output cannot be written */
+};
+
+/* Maps an error from loading a model (com_model_info_load, wrk_engine_new, tokenizer load) to
+ * the exit code above. */
+int cli_exit_for_model_error(int code);
+
+/* Prints "ember: <context>: <err->msg>" to stderr. */
+void cli_report(const char *context, const com_error_t *err);
+
+/* All input texts, read in one piece before any work starts so that input errors are reported
+ * before anything is written. Texts are the lines of the input with the line break ("\n" or
+ * "\r\n") removed; a final line without a break counts; bytes are kept as they are (invalid
+ * UTF-8 is repaired by the tokenizer, not here). */
+typedef struct cli_texts {
+    char *buf;        /* whole input, owned */
+    size_t *offsets;  /* [n] start of each text in buf */
+    size_t *lengths;  /* [n] byte length of each text */
+    size_t n;
+} cli_texts_t;
+
+/* Reads path (or stdin when path is NULL or "-"). Returns 0 or COM_EIO/COM_ENOMEM. */
+int cli_texts_read(const char *path, cli_texts_t *texts, com_error_t *err);
+void cli_texts_free(cli_texts_t *texts);
+
+/* Output to stdout, or to a file written atomically (FILE.tmp.PID renamed on success, removed
+ * on failure) so a failed run never leaves a partial file behind. */
+typedef struct cli_sink {
+    FILE *f;
+    char *path;     /* final path, NULL for stdout */
+    char *tmp_path; /* temporary path while writing */
+} cli_sink_t;
+
+int cli_sink_open(cli_sink_t *sink, const char *path, com_error_t *err);
+/* Flushes and, for a file, renames into place. Returns 0 or COM_EIO. */
+int cli_sink_commit(cli_sink_t *sink, com_error_t *err);
+/* Discards a file sink (removes the temporary file); for stdout only flushes. */
+void cli_sink_abort(cli_sink_t *sink);
+
+/* Parses a decimal integer in [lo, hi] from s. Returns 0 or -1. */
+int cli_parse_int(const char *s, long lo, long hi, long *out);
+
+/* The token ids of all texts, back to back: text i is ids[starts[i] .. starts[i+1]). */
+typedef struct cli_tokens {
+    int32_t *ids;   /* [starts[n]] token ids, special tokens included */
+    size_t *starts; /* [n + 1] prefix offsets */
+    size_t n;
+} cli_tokens_t;
+
+/* Tokenizes every text with opts. On COM_ETOOLONG (a text over the limit with truncation off)
+ * *bad_index names the text. Returns 0 or the tokenizer's error. */
+int cli_tokens_build(const com_tokenizer_t *tok, const cli_texts_t *texts,
+                     const com_encode_opts_t *opts, cli_tokens_t *tokens, size_t *bad_index,
+                     com_error_t *err);
+void cli_tokens_free(cli_tokens_t *tokens);
+
+/* Loads dir/tokenizer.json; on failure reports to stderr and returns the exit code (else 0). */
+int cli_tokenizer_open(const char *model_dir, com_tokenizer_t **tok);
+
+int cli_embed_main(int argc, char **argv);
+int cli_tokenize_main(int argc, char **argv);
+
+#endif

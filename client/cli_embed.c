@@ -1,0 +1,328 @@
+/* client/cli_embed.c — `ember embed`: texts (one per line) to embeddings, in process.
+ *
+ * Order of work: load the model (config, weights, tokenizer) so model errors come first; read
+ * and tokenize all input so input errors are reported before anything is written; then run
+ * batches formed by a token budget through the engine, two in flight (the engine computes batch
+ * N while this thread writes batch N-1), writing results in input order. Output is JSON lines
+ * {"index": i, "embedding": [...], "tokens": n} or raw little-endian float32 (--format f32). */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/cli.h"
+#include "common/model_info.h"
+#include "worker/engine.h"
+
+#define S_IN_FLIGHT 2
+
+typedef struct s_opts {
+    const char *model_dir;
+    const char *input;
+    const char *output;
+    int f32;
+    long dimensions;  /* 0 = full */
+    int normalize;    /* -1 model default, 0 off */
+    int truncate;
+    long max_length;  /* 0 = model's max_seq_length */
+    long batch_tokens;
+    long threads;
+} s_opts_t;
+
+static void s_usage(FILE *f) {
+    fputs("usage: ember embed --model DIR [--input FILE] [--output FILE] [--format jsonl|f32]\n"
+          "                   [--dimensions N] [--no-normalize] [--no-truncate]\n"
+          "                   [--max-length N] [--batch-tokens N] [--threads N]\n"
+          "\n"
+          "Reads one text per line (stdin by default) and writes one JSON object per line,\n"
+          "{\"index\": i, \"embedding\": [...], \"tokens\": n}, or raw little-endian float32\n"
+          "with --format f32. Texts over the model's limit are truncated (as\n"
+          "sentence-transformers does) unless --no-truncate is given, which refuses them.\n"
+          "  --dimensions N    keep the first N dimensions (Matryoshka), re-normalised\n"
+          "  --no-normalize    raw pooled vectors instead of the model's L2 normalisation\n"
+          "  --max-length N    token limit per text (default: the model's max_seq_length)\n"
+          "  --batch-tokens N  tokens per engine batch (default 8192)\n"
+          "  --threads N       compute threads (default: all cores)\n",
+          f);
+}
+
+static int s_parse(int argc, char **argv, s_opts_t *o) {
+    static const struct option longopts[] = {
+        {"model", required_argument, 0, 'm'},      {"input", required_argument, 0, 'i'},
+        {"output", required_argument, 0, 'o'},     {"format", required_argument, 0, 'f'},
+        {"dimensions", required_argument, 0, 'd'}, {"no-normalize", no_argument, 0, 'N'},
+        {"no-truncate", no_argument, 0, 'T'},      {"max-length", required_argument, 0, 'L'},
+        {"batch-tokens", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+    *o = (s_opts_t){.normalize = -1, .truncate = 1, .batch_tokens = 8192};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "m:i:o:f:d:hNT", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            o->model_dir = optarg;
+            break;
+        case 'i':
+            o->input = optarg;
+            break;
+        case 'o':
+            o->output = optarg;
+            break;
+        case 'f':
+            if (strcmp(optarg, "jsonl") == 0)
+                o->f32 = 0;
+            else if (strcmp(optarg, "f32") == 0)
+                o->f32 = 1;
+            else {
+                fprintf(stderr, "ember embed: --format must be jsonl or f32, not '%s'\n", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'd':
+            if (cli_parse_int(optarg, 1, 1 << 20, &o->dimensions) != 0) {
+                fprintf(stderr, "ember embed: --dimensions needs a positive integer\n");
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'N':
+            o->normalize = 0;
+            break;
+        case 'T':
+            o->truncate = 0;
+            break;
+        case 'L':
+            if (cli_parse_int(optarg, 1, 1 << 20, &o->max_length) != 0) {
+                fprintf(stderr, "ember embed: --max-length needs a positive integer\n");
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'b':
+            if (cli_parse_int(optarg, 1, 1 << 24, &o->batch_tokens) != 0) {
+                fprintf(stderr, "ember embed: --batch-tokens needs a positive integer\n");
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 't':
+            if (cli_parse_int(optarg, 0, 1024, &o->threads) != 0) {
+                fprintf(stderr, "ember embed: --threads needs an integer in [0, 1024]\n");
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'h':
+            s_usage(stdout);
+            return -1;
+        default:
+            fprintf(stderr, "ember embed: unknown or incomplete option '%s'\n", argv[optind - 1]);
+            s_usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ember embed: unexpected argument '%s'\n", argv[optind]);
+        return CLI_EXIT_USAGE;
+    }
+    if (!o->model_dir) {
+        fprintf(stderr, "ember embed: --model DIR is required\n");
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* Appends one JSON line for an embedding. Returns 0 or -1 for a non-finite value. */
+static int s_write_json(FILE *f, size_t index, const float *v, int32_t dim, size_t tokens) {
+    char num[32];
+    fprintf(f, "{\"index\": %zu, \"embedding\": [", index);
+    for (int32_t j = 0; j < dim; j++) {
+        if (!isfinite(v[j]))
+            return -1;
+        int n = snprintf(num, sizeof num, j ? ", %.9g" : "%.9g", (double)v[j]);
+        fwrite(num, 1, (size_t)n, f);
+    }
+    fprintf(f, "], \"tokens\": %zu}\n", tokens);
+    return 0;
+}
+
+typedef struct s_flight {
+    wrk_result_t *result;
+    size_t first; /* index of the batch's first text */
+    size_t count;
+} s_flight_t;
+
+/* Waits for the oldest batch and writes it. Returns 0 or an exit code. */
+static int s_drain_one(s_flight_t *fl, const cli_tokens_t *tokens, const s_opts_t *o,
+                       cli_sink_t *sink) {
+    com_error_t err = {0};
+    if (wrk_result_wait(fl->result, &err) != 0) {
+        cli_report("engine", &err);
+        return CLI_EXIT_INTERNAL;
+    }
+    int32_t n, dim;
+    const float *emb = wrk_result_embeddings(fl->result, &n, &dim);
+    if ((size_t)n != fl->count) {
+        fprintf(stderr, "ember: engine returned %d embeddings for %zu texts\n", n, fl->count);
+        return CLI_EXIT_INTERNAL;
+    }
+    for (size_t k = 0; k < fl->count; k++) {
+        const float *v = emb + k * (size_t)dim;
+        size_t i = fl->first + k;
+        if (o->f32) {
+            for (int32_t j = 0; j < dim; j++)
+                if (!isfinite(v[j])) {
+                    fprintf(stderr, "ember: non-finite embedding for text %zu\n", i);
+                    return CLI_EXIT_INTERNAL;
+                }
+            fwrite(v, sizeof(float), (size_t)dim, sink->f);
+        } else if (s_write_json(sink->f, i, v, dim, tokens->starts[i + 1] - tokens->starts[i])) {
+            fprintf(stderr, "ember: non-finite embedding for text %zu\n", i);
+            return CLI_EXIT_INTERNAL;
+        }
+    }
+    if (ferror(sink->f)) {
+        fprintf(stderr, "ember: cannot write output\n");
+        return CLI_EXIT_OUTPUT;
+    }
+    wrk_result_destroy(&fl->result);
+    return 0;
+}
+
+/* Runs all texts through the engine, S_IN_FLIGHT batches at a time. Returns 0 or an exit code. */
+static int s_run(wrk_engine_t *eng, const cli_tokens_t *tokens, const s_opts_t *o,
+                 cli_sink_t *sink) {
+    s_flight_t ring[S_IN_FLIGHT] = {0};
+    size_t head = 0, live = 0, next = 0;
+    int32_t *cu = malloc(((size_t)o->batch_tokens + 2) * sizeof(int32_t));
+    int rc = 0;
+    if (!cu) {
+        fprintf(stderr, "ember: out of memory\n");
+        return CLI_EXIT_INTERNAL;
+    }
+    while (next < tokens->n || live > 0) {
+        while (live < S_IN_FLIGHT && next < tokens->n) {
+            size_t first = next, base = tokens->starts[first];
+            cu[0] = 0;
+            int32_t count = 0;
+            while (next < tokens->n) {
+                size_t end = tokens->starts[next + 1] - base;
+                if (count > 0 && end > (size_t)o->batch_tokens)
+                    break;
+                cu[++count] = (int32_t)end;
+                next++;
+            }
+            wrk_batch_t b = {.n_seqs = count,
+                             .n_tokens = cu[count],
+                             .token_ids = tokens->ids + base,
+                             .type_ids = NULL,
+                             .cu_seqlens = cu,
+                             .out_dim = (int32_t)o->dimensions,
+                             .normalize = o->normalize};
+            s_flight_t *fl = &ring[(head + live) % S_IN_FLIGHT];
+            com_error_t err = {0};
+            if (wrk_engine_submit(eng, &b, &fl->result, &err) != 0) {
+                cli_report("engine", &err);
+                rc = CLI_EXIT_INTERNAL;
+                goto done;
+            }
+            fl->first = first;
+            fl->count = (size_t)count;
+            live++;
+        }
+        rc = s_drain_one(&ring[head], tokens, o, sink);
+        if (rc != 0)
+            goto done;
+        head = (head + 1) % S_IN_FLIGHT;
+        live--;
+    }
+done:
+    for (size_t k = 0; k < S_IN_FLIGHT; k++)
+        wrk_result_destroy(&ring[k].result);
+    free(cu);
+    return rc;
+}
+
+int cli_embed_main(int argc, char **argv) {
+    s_opts_t o;
+    int rc = s_parse(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+
+    com_error_t err = {0};
+    com_tokenizer_t *tok = NULL;
+    wrk_engine_t *eng = NULL;
+    cli_texts_t texts = {0};
+    cli_tokens_t tokens = {0};
+    cli_sink_t sink = {0};
+    int sink_open = 0;
+
+    wrk_engine_opts_t eo = {.device = "cpu",
+                            .threads = (int32_t)o.threads,
+                            .max_batch_tokens = (int32_t)o.batch_tokens};
+    com_model_info_t probe; /* read first: flags are checked against it before loading */
+    if (com_model_info_load(o.model_dir, &probe, &err) != 0) {
+        cli_report("model", &err);
+        return cli_exit_for_model_error(err.code);
+    }
+    long max_length = o.max_length ? o.max_length : probe.max_seq_length;
+    if (max_length > probe.max_position_embeddings) {
+        fprintf(stderr, "ember embed: --max-length %ld is over the model's %d positions\n",
+                max_length, probe.max_position_embeddings);
+        return CLI_EXIT_USAGE;
+    }
+    if (o.dimensions > probe.embedding_dim) {
+        fprintf(stderr, "ember embed: --dimensions %ld is over the model's %d dimensions\n",
+                o.dimensions, probe.embedding_dim);
+        return CLI_EXIT_USAGE;
+    }
+    if (o.batch_tokens < max_length) /* a batch must hold the longest text whole */
+        eo.max_batch_tokens = (int32_t)(o.batch_tokens = max_length);
+
+    if ((rc = cli_tokenizer_open(o.model_dir, &tok)) != 0)
+        goto done;
+    if (wrk_engine_new(o.model_dir, &eo, &eng, &err) != 0) {
+        cli_report("model", &err);
+        rc = cli_exit_for_model_error(err.code);
+        goto done;
+    }
+    if (cli_texts_read(o.input, &texts, &err) != 0) {
+        cli_report("input", &err);
+        rc = err.code == COM_ENOMEM ? CLI_EXIT_INTERNAL : CLI_EXIT_INPUT;
+        goto done;
+    }
+    com_encode_opts_t eopts = com_encode_opts_default();
+    eopts.max_length = (int32_t)max_length;
+    eopts.truncate = o.truncate != 0;
+    size_t bad = 0;
+    if (cli_tokens_build(tok, &texts, &eopts, &tokens, &bad, &err) != 0) {
+        if (err.code == COM_ETOOLONG) {
+            fprintf(stderr, "ember: input line %zu: %s (--no-truncate)\n", bad + 1, err.msg);
+            rc = CLI_EXIT_INPUT;
+        } else {
+            cli_report("tokenize", &err);
+            rc = CLI_EXIT_INTERNAL;
+        }
+        goto done;
+    }
+    if (cli_sink_open(&sink, o.output, &err) != 0) {
+        cli_report("output", &err);
+        rc = CLI_EXIT_OUTPUT;
+        goto done;
+    }
+    sink_open = 1;
+    rc = s_run(eng, &tokens, &o, &sink);
+    if (rc == 0) {
+        sink_open = 0;
+        if (cli_sink_commit(&sink, &err) != 0) {
+            cli_report("output", &err);
+            rc = CLI_EXIT_OUTPUT;
+        }
+    }
+done:
+    if (sink_open)
+        cli_sink_abort(&sink);
+    cli_tokens_free(&tokens);
+    cli_texts_free(&texts);
+    wrk_engine_destroy(&eng);
+    com_tokenizer_destroy(&tok);
+    return rc;
+}

@@ -1,0 +1,122 @@
+/* client/cli_tokenize.c — `ember tokenize`: prints the token ids of each input line as one JSON
+ * array per line, special tokens included, truncated to the model's limit as `embed` does
+ * (so the ids are exactly what `embed` feeds the model). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client/cli.h"
+#include "common/model_info.h"
+
+static void s_usage(FILE *f) {
+    fputs("usage: ember tokenize --model DIR [--input FILE] [--output FILE] [--no-truncate]\n"
+          "                      [--max-length N]\n"
+          "\n"
+          "Writes one JSON array of token ids per input line (special tokens included).\n",
+          f);
+}
+
+int cli_tokenize_main(int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"model", required_argument, 0, 'm'},     {"input", required_argument, 0, 'i'},
+        {"output", required_argument, 0, 'o'},    {"no-truncate", no_argument, 0, 'T'},
+        {"max-length", required_argument, 0, 'L'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    const char *model_dir = NULL, *input = NULL, *output = NULL;
+    int truncate = 1;
+    long max_length = 0;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "m:i:o:hT", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            model_dir = optarg;
+            break;
+        case 'i':
+            input = optarg;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 'T':
+            truncate = 0;
+            break;
+        case 'L':
+            if (cli_parse_int(optarg, 1, 1 << 20, &max_length) != 0) {
+                fprintf(stderr, "ember tokenize: --max-length needs a positive integer\n");
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'h':
+            s_usage(stdout);
+            return CLI_EXIT_OK;
+        default:
+            fprintf(stderr, "ember tokenize: unknown or incomplete option '%s'\n",
+                    argv[optind - 1]);
+            s_usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ember tokenize: unexpected argument '%s'\n", argv[optind]);
+        return CLI_EXIT_USAGE;
+    }
+    if (!model_dir) {
+        fprintf(stderr, "ember tokenize: --model DIR is required\n");
+        return CLI_EXIT_USAGE;
+    }
+
+    com_error_t err = {0};
+    com_model_info_t info;
+    if (com_model_info_load(model_dir, &info, &err) != 0) {
+        cli_report("model", &err);
+        return cli_exit_for_model_error(err.code);
+    }
+    com_tokenizer_t *tok = NULL;
+    int rc = cli_tokenizer_open(model_dir, &tok);
+    if (rc != 0)
+        return rc;
+    cli_texts_t texts = {0};
+    cli_tokens_t tokens = {0};
+    cli_sink_t sink = {0};
+    if (cli_texts_read(input, &texts, &err) != 0) {
+        cli_report("input", &err);
+        rc = CLI_EXIT_INPUT;
+        goto done;
+    }
+    com_encode_opts_t eopts = com_encode_opts_default();
+    eopts.max_length = (int32_t)(max_length ? max_length : info.max_seq_length);
+    eopts.truncate = truncate != 0;
+    size_t bad = 0;
+    if (cli_tokens_build(tok, &texts, &eopts, &tokens, &bad, &err) != 0) {
+        if (err.code == COM_ETOOLONG) {
+            fprintf(stderr, "ember: input line %zu: %s (--no-truncate)\n", bad + 1, err.msg);
+            rc = CLI_EXIT_INPUT;
+        } else {
+            cli_report("tokenize", &err);
+            rc = CLI_EXIT_INTERNAL;
+        }
+        goto done;
+    }
+    if (cli_sink_open(&sink, output, &err) != 0) {
+        cli_report("output", &err);
+        rc = CLI_EXIT_OUTPUT;
+        goto done;
+    }
+    for (size_t i = 0; i < tokens.n; i++) {
+        fputc('[', sink.f);
+        for (size_t k = tokens.starts[i]; k < tokens.starts[i + 1]; k++)
+            fprintf(sink.f, k > tokens.starts[i] ? ", %d" : "%d", tokens.ids[k]);
+        fputs("]\n", sink.f);
+    }
+    if (cli_sink_commit(&sink, &err) != 0) {
+        cli_report("output", &err);
+        rc = CLI_EXIT_OUTPUT;
+    }
+done:
+    cli_tokens_free(&tokens);
+    cli_texts_free(&texts);
+    com_tokenizer_destroy(&tok);
+    return rc;
+}
