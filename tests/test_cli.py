@@ -120,11 +120,26 @@ def test_tokenize_matches_hf(model):
 
 
 def read_fixture(path):
-    """Texts and sentence-transformers embeddings from the committed fixture (see
-    tests/reference/make_embedding_fixture.py for the format)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "reference"))
-    import make_embedding_fixture as fx  # the fixture's own reader, next to its writer
-    return fx.read_fixture(path)
+    """Texts and full embeddings (kind 0 records) of the committed sentence-transformers fixture;
+    format documented in tests/reference/make_embedding_fixture.py."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, n, _, _, _ = struct.unpack_from("<8sIIII", data, 0)
+    if magic != b"EMBFIX01":
+        raise ValueError("%s: not an EMBFIX01 fixture" % path)
+    pos = 24
+    texts, embeddings = [], []
+    for _ in range(n):
+        kind, dim, nbytes, nids = struct.unpack_from("<IIII", data, pos)
+        pos += 16
+        text = data[pos:pos + nbytes].decode("utf-8")
+        pos += nbytes + 4 * nids
+        emb = struct.unpack_from("<%df" % dim, data, pos)
+        pos += 4 * dim
+        if kind == 0:
+            texts.append(text)
+            embeddings.append(emb)
+    return {"texts": texts, "embeddings": embeddings}
 
 
 def test_against_sentence_transformers(model, fixture):
