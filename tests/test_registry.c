@@ -1,0 +1,151 @@
+/* tests/test_registry.c — the Redis registry (common/registry.h) against a real redis-server:
+ * register, list, expire, remove, and survive Redis going away and coming back. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/registry.h"
+#include "tests/test_redis.h"
+#include "tests/test_util.h"
+
+static void s_sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static com_worker_record_t s_worker(const char *id, int64_t load) {
+    com_worker_record_t w = {0};
+    snprintf(w.id, sizeof w.id, "%s", id);
+    snprintf(w.host, sizeof w.host, "host-a");
+    snprintf(w.device, sizeof w.device, "cpu");
+    snprintf(w.model, sizeof w.model, "all-MiniLM-L6-v2");
+    snprintf(w.family, sizeof w.family, "bert");
+    snprintf(w.brokers, sizeof w.brokers, "tcp://127.0.0.1:5556,tcp://127.0.0.1:5566");
+    snprintf(w.state, sizeof w.state, "ready");
+    w.pid = 1234;
+    w.started_ms = 1700000000000;
+    w.epoch = 3;
+    w.max_batch_tokens = 8192;
+    w.load_tokens = load;
+    w.batches_done = 42;
+    return w;
+}
+
+static void s_test_urls(void) {
+    com_registry_t *reg = NULL;
+    com_error_t err = {0};
+    const char *bad[] = {"", "redis://", "redis://:6379", "redis://h:0", "redis://h:99999",
+                         "redis://h:12x", "redis://h:1/x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_MSG(com_registry_new(bad[i], NULL, &reg, &err) == COM_EINVAL && reg == NULL,
+                  "url '%s' should be refused", bad[i]);
+    }
+    CHECK(com_registry_new("localhost", NULL, &reg, &err) == 0);
+    com_registry_destroy(&reg);
+    CHECK(reg == NULL);
+    CHECK(com_registry_new("redis://127.0.0.1:6380/2", NULL, &reg, &err) == 0);
+    com_registry_destroy(&reg);
+    com_registry_destroy(NULL);
+}
+
+static void s_test_roundtrip(const char *url) {
+    com_registry_opts_t o = {.key_prefix = "embertest"};
+    com_registry_t *reg = NULL;
+    com_error_t err = {0};
+    CHECK(com_registry_new(url, &o, &reg, &err) == 0);
+    com_worker_record_t a = s_worker("w-a", 100), b = s_worker("w-b", 7);
+    CHECK_MSG(com_registry_put_worker(reg, &a, 5000, &err) == 0, "%s", err.msg);
+    s_sleep_ms(5);
+    CHECK(com_registry_put_worker(reg, &b, 5000, &err) == 0);
+    CHECK(a.last_seen_ms > 0 && b.last_seen_ms >= a.last_seen_ms);
+    com_worker_record_t *list = NULL;
+    size_t n = 0;
+    CHECK(com_registry_list_workers(reg, &list, &n, &err) == 0);
+    CHECK(n == 2);
+    if (n == 2) {
+        CHECK(strcmp(list[0].id, "w-b") == 0); /* newest first */
+        CHECK(memcmp(&list[1], &a, sizeof a) == 0);
+        CHECK(memcmp(&list[0], &b, sizeof b) == 0);
+    }
+    free(list);
+
+    com_broker_record_t br = {0};
+    snprintf(br.id, sizeof br.id, "b-1");
+    snprintf(br.frontend, sizeof br.frontend, "tcp://127.0.0.1:5555");
+    snprintf(br.backend, sizeof br.backend, "tcp://127.0.0.1:5556");
+    snprintf(br.state, sizeof br.state, "ready");
+    br.workers = 2;
+    CHECK(com_registry_put_broker(reg, &br, 5000, &err) == 0);
+    com_broker_record_t *bl = NULL;
+    CHECK(com_registry_list_brokers(reg, &bl, &n, &err) == 0 && n == 1);
+    CHECK(n == 1 && memcmp(&bl[0], &br, sizeof br) == 0);
+    free(bl);
+
+    /* remove */
+    CHECK(com_registry_remove_worker(reg, "w-a", &err) == 0);
+    CHECK(com_registry_list_workers(reg, &list, &n, &err) == 0 && n == 1);
+    free(list);
+
+    /* expiry: the hash's TTL lapses, the listing skips and prunes the member */
+    com_worker_record_t c = s_worker("w-short", 1);
+    CHECK(com_registry_put_worker(reg, &c, 150, &err) == 0);
+    CHECK(com_registry_list_workers(reg, &list, &n, &err) == 0 && n == 2);
+    free(list);
+    s_sleep_ms(400);
+    CHECK(com_registry_list_workers(reg, &list, &n, &err) == 0 && n == 1);
+    CHECK(n == 1 && strcmp(list[0].id, "w-b") == 0);
+    free(list);
+    com_registry_destroy(&reg);
+}
+
+static void s_test_outage(test_redis_t *srv) {
+    com_registry_opts_t o = {.key_prefix = "outage", .timeout_ms = 200, .reconnect_ms = 300};
+    com_registry_t *reg = NULL;
+    com_error_t err = {0};
+    CHECK(com_registry_new(srv->url, &o, &reg, &err) == 0);
+    com_worker_record_t w = s_worker("w-o", 5);
+    CHECK(com_registry_put_worker(reg, &w, 5000, &err) == 0);
+    CHECK(com_registry_connected(reg));
+
+    test_redis_stop(srv);
+    int64_t t0 = com_clock_mono_us();
+    int fails = 0;
+    for (int i = 0; i < 5; i++) /* heartbeats while Redis is gone: fail fast, no crash */
+        fails += com_registry_put_worker(reg, &w, 5000, &err) == COM_EIO;
+    int64_t spent_ms = (com_clock_mono_us() - t0) / 1000;
+    CHECK_MSG(fails == 5, "puts while down: %d of 5 failed", fails);
+    CHECK_MSG(spent_ms < 2000, "5 puts while down took %lld ms", (long long)spent_ms);
+    printf("while Redis is down: '%s'\n", err.msg);
+    CHECK(!com_registry_connected(reg));
+
+    /* Redis comes back empty (no persistence): the next heartbeats re-register. */
+    CHECK(test_redis_restart(srv) == 0);
+    int ok = 0;
+    for (int i = 0; i < 20 && !ok; i++) {
+        ok = com_registry_put_worker(reg, &w, 5000, &err) == 0;
+        if (!ok)
+            s_sleep_ms(100);
+    }
+    CHECK_MSG(ok, "re-registration after Redis returned: %s", err.msg);
+    com_worker_record_t *list = NULL;
+    size_t n = 0;
+    CHECK(com_registry_list_workers(reg, &list, &n, &err) == 0 && n == 1);
+    free(list);
+    com_registry_destroy(&reg);
+}
+
+int main(void) {
+    s_test_urls();
+    test_redis_t srv;
+    if (test_redis_start(&srv) != 0) {
+        fprintf(stderr, "FATAL: redis-server could not be started\n");
+        return 1;
+    }
+    s_test_roundtrip(srv.url);
+    s_test_outage(&srv);
+    test_redis_destroy(&srv);
+    return test_finish();
+}
