@@ -36,6 +36,7 @@ typedef enum com_activation {
 #define COM_MODEL_MAX_LAYERS 256
 #define COM_MODEL_MAX_VOCAB 1048576
 #define COM_MODEL_MAX_POSITIONS 131072
+#define COM_MODEL_MAX_INTERMEDIATE 65536 /* feed-forward width (4 x the hidden cap) */
 
 typedef struct com_model_info {
     /* config.json */
@@ -53,8 +54,9 @@ typedef struct com_model_info {
     int32_t pad_token_id;
     float layer_norm_eps;
     com_activation_t hidden_act;
-    /* sentence-transformers (defaults when the files are absent: CLS pooling off -> MEAN,
-     * normalize false, max_seq_length = max_position_embeddings) */
+    /* sentence-transformers. Without modules.json we do what sentence-transformers does when
+     * it wraps a plain Hugging Face model: MEAN pooling, normalize false; max_seq_length comes
+     * from sentence_bert_config.json when present, else max_position_embeddings. */
     bool sentence_transformers; /* modules.json present */
     com_pooling_t pooling;
     bool normalize;         /* a sentence_transformers.models.Normalize module is listed */

@@ -5,7 +5,9 @@
  * header length inside the file and under a cap, valid JSON object, known dtypes, shapes with
  * non-negative dims whose product times the dtype size equals end - begin (no overflow), ranges
  * inside the data section, no two tensors overlapping. A bad file is COM_EFORMAT with a message
- * naming the tensor; nothing is read out of bounds. Thread-safety: immutable after open. */
+ * naming the tensor; nothing is read out of bounds. A dtype string other than the ten below
+ * (e.g. U32, F8_E4M3) makes the whole open fail with COM_EUNSUPPORTED naming the tensor.
+ * Thread-safety: immutable after open. */
 #ifndef EMBER_COMMON_SAFETENSORS_H
 #define EMBER_COMMON_SAFETENSORS_H
 
@@ -47,6 +49,7 @@ int com_safetensors_open_buffer(const void *buf, size_t len, com_safetensors_t *
                                 com_error_t *err);
 void com_safetensors_destroy(com_safetensors_t **self_p);
 
+/* Tensors are indexed in name order (strcmp); "__metadata__" is not a tensor. */
 size_t com_safetensors_count(const com_safetensors_t *st);
 const com_tensor_t *com_safetensors_at(const com_safetensors_t *st, size_t i);
 /* The tensor called name, or NULL. */
