@@ -38,6 +38,10 @@ typedef struct com_encoding {
     int32_t len;
     int32_t cap;
     int32_t n_untruncated; /* tokens (special ones included) before truncation */
+    /* Added: the tokenizer's private working memory for this encoding (owned, freed by
+     * com_encoding_free, NULL until the first encode). Keeps a reused encoding allocation-free
+     * and lets many threads share one tokenizer. */
+    void *scratch;
 } com_encoding_t;
 
 void com_encoding_init(com_encoding_t *enc);

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(build-essential cmake pkg-config git clang libclang-rt-14-dev python3 python3-pip
       libzmq3-dev libczmq-dev libmsgpack-dev libhiredis-dev redis-server
-      libjansson-dev libutf8proc-dev libopenblas-dev)
+      libjansson-dev libopenblas-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
