@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what ember needs to build and test on Debian 12: compilers and CMake, the libraries
-# (ZeroMQ, czmq, msgpack-c, hiredis, jansson, utf8proc, OpenBLAS), redis-server, clang for the
+# (ZeroMQ, czmq, msgpack-c, hiredis, jansson, OpenBLAS), redis-server, clang for the
 # fuzzers, and the Python reference tools the tests compare against (ops/requirements-test.txt).
 # Skips what is already there, so it is cheap to re-run. Needs root (or sudo) for apt-get.
 # Usage: ops/install-deps.sh [--bench]   (--bench adds PyTorch + sentence-transformers peers)
