@@ -22,6 +22,7 @@ enum {
     CLI_EXIT_UNSUPPORTED = 4, /* well-formed model of an architecture ember does not run */
     CLI_EXIT_INPUT = 5,       /* input unreadable, or a text over the limit under --no-truncate */
     CLI_EXIT_OUTPUT = 6,      /* output cannot be written */
+    CLI_EXIT_UNAVAILABLE = 7, /* a service (Redis, a broker) cannot be reached */
 };
 
 /* Maps an error from loading a model (com_model_info_load, wrk_engine_new, tokenizer load) to
@@ -82,5 +83,6 @@ int cli_tokenizer_open(const char *model_dir, com_tokenizer_t **tok);
 
 int cli_embed_main(int argc, char **argv);
 int cli_tokenize_main(int argc, char **argv);
+int cli_status_main(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ static void s_usage(FILE *f) {
           "commands:\n"
           "  embed     embed texts (one per line) with a model, in process\n"
           "  tokenize  print the token ids of texts (one per line)\n"
+          "  status    list the brokers and workers registered in Redis\n"
           "\n"
           "Run `ember <command> --help` for a command's options; docs/cli.md has the details\n"
           "and the exit codes.\n",
@@ -30,6 +31,8 @@ int main(int argc, char **argv) {
         return cli_embed_main(argc - 1, argv + 1);
     if (strcmp(cmd, "tokenize") == 0)
         return cli_tokenize_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "status") == 0)
+        return cli_status_main(argc - 1, argv + 1);
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         s_usage(stdout);
         return CLI_EXIT_OK;

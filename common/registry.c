@@ -39,7 +39,8 @@ static const s_field_t s_worker_fields[] = {
     S_I64F(com_worker_record_t, pid),         S_I64F(com_worker_record_t, started_ms),
     S_I64F(com_worker_record_t, epoch),       S_I64F(com_worker_record_t, last_seen_ms),
     S_I64F(com_worker_record_t, max_batch_tokens), S_I64F(com_worker_record_t, load_tokens),
-    S_I64F(com_worker_record_t, batches_done), S_STRF(com_worker_record_t, state),
+    S_I64F(com_worker_record_t, batches_done), S_I64F(com_worker_record_t, chunks_done),
+    S_I64F(com_worker_record_t, tokens_done), S_STRF(com_worker_record_t, state),
 };
 
 static const s_field_t s_broker_fields[] = {
@@ -48,10 +49,14 @@ static const s_field_t s_broker_fields[] = {
     S_STRF(com_broker_record_t, model),      S_I64F(com_broker_record_t, pid),
     S_I64F(com_broker_record_t, started_ms), S_I64F(com_broker_record_t, last_seen_ms),
     S_I64F(com_broker_record_t, workers),    S_I64F(com_broker_record_t, requests_done),
-    S_STRF(com_broker_record_t, state),
+    S_I64F(com_broker_record_t, requests_failed), S_I64F(com_broker_record_t, chunks_sent),
+    S_I64F(com_broker_record_t, chunks_redispatched), S_STRF(com_broker_record_t, state),
 };
 
 #define S_NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
+#define S_MAX_FIELDS 16
+_Static_assert(S_NFIELDS(s_worker_fields) <= S_MAX_FIELDS, "field table");
+_Static_assert(S_NFIELDS(s_broker_fields) <= S_MAX_FIELDS, "field table");
 
 typedef struct s_kind {
     const char *one;  /* "worker": hash key ember:worker:<id> */
@@ -185,11 +190,11 @@ static int s_put(com_registry_t *reg, const s_kind_t *k, void *rec, int64_t *las
         return COM_EIO;
     *last_seen = com_clock_wall_ms();
     const char *id = (const char *)rec + k->fields[0].off;
-    char key[COM_REG_ID_MAX + 96], set[96], num[S_NFIELDS(s_worker_fields)][24], score[24];
+    char key[COM_REG_ID_MAX + 96], set[96], num[S_MAX_FIELDS][24], score[24];
     snprintf(key, sizeof key, "%s:%s:%s", reg->prefix, k->one, id);
     snprintf(set, sizeof set, "%s:%s", reg->prefix, k->many);
-    const char *argv[2 + 2 * S_NFIELDS(s_worker_fields)];
-    size_t argl[2 + 2 * S_NFIELDS(s_worker_fields)];
+    const char *argv[2 + 2 * S_MAX_FIELDS];
+    size_t argl[2 + 2 * S_MAX_FIELDS];
     int argc = 0;
     argv[argc++] = "HSET";
     argv[argc++] = key;

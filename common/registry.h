@@ -57,6 +57,8 @@ typedef struct com_worker_record {
     int64_t max_batch_tokens;
     int64_t load_tokens;               /* outstanding tokens */
     int64_t batches_done;
+    int64_t chunks_done;
+    int64_t tokens_done;
     char state[16];                    /* "ready", "draining", "unhealthy" */
 } com_worker_record_t;
 
@@ -71,7 +73,10 @@ typedef struct com_broker_record {
     int64_t last_seen_ms;
     int64_t workers;                   /* workers connected now */
     int64_t requests_done;
-    char state[16];
+    int64_t requests_failed;
+    int64_t chunks_sent;
+    int64_t chunks_redispatched;
+    char state[16];                    /* "ready", "draining" */
 } com_broker_record_t;
 
 /* Writes the record (hash with TTL ttl_ms, and the sorted-set score = now) in one MULTI/EXEC.

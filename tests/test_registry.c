@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/registry.h"
+#include "common/registry_agent.h"
 #include "tests/test_redis.h"
 #include "tests/test_util.h"
 
@@ -137,6 +138,52 @@ static void s_test_outage(test_redis_t *srv) {
     com_registry_destroy(&reg);
 }
 
+/* Lists workers through a fresh connection; returns how many, and the first one in *first. */
+static size_t s_count_workers(const char *url, com_worker_record_t *first) {
+    com_registry_t *reg = NULL;
+    com_error_t err = {0};
+    com_worker_record_t *list = NULL;
+    size_t n = 0;
+    if (com_registry_new(url, NULL, &reg, &err) == 0 &&
+        com_registry_list_workers(reg, &list, &n, &err) == 0 && n > 0 && first)
+        *first = list[0];
+    free(list);
+    com_registry_destroy(&reg);
+    return n;
+}
+
+static void s_test_agent(test_redis_t *srv) {
+    com_worker_record_t w = s_worker("w-agent", 0), got = {0};
+    com_registry_agent_t *a = NULL;
+    com_error_t err = {0};
+    CHECK(com_registry_agent_start_worker(srv->url, &w, 100, &a, &err) == 0);
+    s_sleep_ms(300);
+    CHECK(s_count_workers(srv->url, &got) == 1 && strcmp(got.id, "w-agent") == 0);
+    int64_t epoch0 = got.epoch;
+    w.load_tokens = 777;
+    com_registry_agent_update_worker(a, &w);
+    com_registry_agent_kick(a);
+    s_sleep_ms(150);
+    CHECK(s_count_workers(srv->url, &got) == 1 && got.load_tokens == 777);
+
+    test_redis_stop(srv); /* the owner goes on; the agent keeps trying */
+    s_sleep_ms(350);
+    CHECK(!com_registry_agent_healthy(a));
+    CHECK(test_redis_restart(srv) == 0);
+    int back = 0;
+    for (int i = 0; i < 30 && !back; i++) {
+        s_sleep_ms(100);
+        back = s_count_workers(srv->url, &got) == 1;
+    }
+    CHECK_MSG(back, "the agent re-registered after Redis came back");
+    CHECK_MSG(got.epoch > epoch0, "epoch %lld after, %lld before", (long long)got.epoch,
+              (long long)epoch0);
+    CHECK(com_registry_agent_healthy(a));
+    com_registry_agent_stop(&a, true);
+    CHECK(a == NULL);
+    CHECK(s_count_workers(srv->url, NULL) == 0);
+}
+
 int main(void) {
     s_test_urls();
     test_redis_t srv;
@@ -146,6 +193,7 @@ int main(void) {
     }
     s_test_roundtrip(srv.url);
     s_test_outage(&srv);
+    s_test_agent(&srv);
     test_redis_destroy(&srv);
     return test_finish();
 }

@@ -47,6 +47,12 @@ void wrk_engine_destroy(wrk_engine_t **self_p);
 
 const com_model_info_t *wrk_engine_model(const wrk_engine_t *e);
 
+/* A file descriptor that becomes readable when a submitted batch completes (an eventfd: read 8
+ * bytes to clear it). Several completions may fold into one wake-up, so after a wake-up check
+ * every batch in flight with wrk_result_poll. Owned by the engine (closed by destroy); for
+ * zmq_poll / poll(2) in an event loop. */
+int wrk_engine_event_fd(const wrk_engine_t *e);
+
 /* Validates the batch (counts, boundaries, id ranges: COM_EINVAL with a message, nothing
  * queued) and queues it. Returns 0 with *out (caller destroys it), or an error with *out NULL. */
 int wrk_engine_submit(wrk_engine_t *e, const wrk_batch_t *batch, wrk_result_t **out,
