@@ -10,11 +10,14 @@ Prints "N passed, N failed"; exits non-zero on any failure.
 import argparse
 import json
 import math
+import shutil
 import os
 import struct
 import subprocess
 import sys
+import socket
 import tempfile
+import time
 
 PASSED = 0
 FAILED = 0
@@ -223,6 +226,54 @@ def test_errors(model):
         check(rc == 2, "unknown command: exit 2")
 
 
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_status():
+    """ember status against a real redis-server holding one worker and one broker record."""
+    if not shutil.which("redis-server"):
+        check(False, "redis-server is required (ops/install-deps.sh)")
+        return
+    port = free_port()
+    with tempfile.TemporaryDirectory() as d:
+        srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no", "--dir", d,
+                                "--logfile", os.path.join(d, "log")])
+        try:
+            cli = ["redis-cli", "-p", str(port)]
+            for _ in range(100):
+                if subprocess.run(cli + ["ping"], capture_output=True).stdout.strip() == b"PONG":
+                    break
+                time.sleep(0.05)
+            now = str(int(time.time() * 1000))
+            subprocess.run(cli + ["HSET", "ember:worker:w1", "id", "w1", "host", "h1", "device",
+                                  "cpu", "model", "all-MiniLM-L6-v2", "state", "ready",
+                                  "last_seen_ms", now, "load_tokens", "12"], check=True,
+                           capture_output=True)
+            subprocess.run(cli + ["ZADD", "ember:workers", now, "w1"], check=True, capture_output=True)
+            subprocess.run(cli + ["HSET", "ember:broker:b1", "id", "b1", "frontend", "tcp://x:1",
+                                  "state", "ready", "last_seen_ms", now], check=True, capture_output=True)
+            subprocess.run(cli + ["ZADD", "ember:brokers", now, "b1", "1", "gone"], check=True,
+                           capture_output=True)
+            rc, out, err = run(["status", "--redis", "redis://127.0.0.1:%d" % port])
+            lines = out.decode().splitlines()
+            check(rc == 0 and len(lines) == 2, "status lists one broker and one worker: %r %s" % (lines, err))
+            check(any(l.startswith("worker w1 ") and "device=cpu" in l and "load_tokens=12" in l
+                      and l.endswith("healthy=yes") for l in lines), "worker line: %r" % lines)
+            check(any(l.startswith("broker b1 ") and "frontend=tcp://x:1" in l for l in lines),
+                  "broker line (stale member 'gone' skipped): %r" % lines)
+        finally:
+            srv.terminate()
+            srv.wait()
+    rc, out, err = run(["status", "--redis", "redis://127.0.0.1:%d" % port])
+    check(rc == 7 and out == b"" and err.startswith("ember: "), "Redis down: exit 7 (%d, %s)" % (rc, err))
+
+
 def main():
     global EMBER
     ap = argparse.ArgumentParser()
@@ -239,6 +290,7 @@ def main():
     test_tokenize_matches_hf(a.model)
     test_against_sentence_transformers(a.model, a.fixture)
     test_errors(a.model)
+    test_status()
     print("%d passed, %d failed" % (PASSED, FAILED))
     return 0 if FAILED == 0 and PASSED > 0 else 1
 
