@@ -8,8 +8,6 @@
  * sentence-transformers variants: CLS and last-token pooling, no modules.json (mean, no
  * normalisation), custom pooling folder, unsupported modules and pooling modes, path escapes,
  * dimension mismatch, bad max_seq_length; oversize files. Single-threaded. */
-#define _XOPEN_SOURCE 700 /* nftw */
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,17 +20,6 @@
 
 static char s_tmp[4096]; /* the scratch folder of this run */
 static int s_dir_no;
-
-static int s_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void s_rm_tree(const char *dir) {
-    nftw(dir, s_rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* The real config.json's fields, so variants differ from a working model in one place. */
 #define S_BASE_FIELDS                                                                              \
@@ -482,8 +469,7 @@ static void s_test_sentence_transformers(void) {
 
 int main(void) {
     test_require_model(); /* before the scratch folder, so a missing model leaves nothing */
-    snprintf(s_tmp, sizeof s_tmp, "%s/model_files_config_XXXXXX", test_data_dir());
-    if (!mkdtemp(s_tmp)) {
+    if (test_scratch_dir("model_files_config", s_tmp, sizeof s_tmp) != 0) {
         fprintf(stderr, "cannot create a scratch folder under %s\n", test_data_dir());
         return 1;
     }
@@ -491,6 +477,6 @@ int main(void) {
     s_test_parse();
     s_test_config_fields();
     s_test_sentence_transformers();
-    s_rm_tree(s_tmp);
+    test_rm_tree(s_tmp);
     return test_finish();
 }

@@ -6,8 +6,6 @@
  * each malformed file gives its documented code and a message (printed) through both
  * com_safetensors_open and com_safetensors_open_buffer; f16/bf16 conversion (subnormals, inf,
  * NaN, -0) against hand-computed values from unaligned data. Single-threaded. */
-#define _XOPEN_SOURCE 700 /* nftw */
-#include <ftw.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,18 +19,6 @@
 
 static char s_tmp[4096]; /* the scratch folder of this run */
 static int s_file_no;
-
-static int s_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-/* Removes the scratch folder and everything in it. */
-static void s_rm_tree(const char *dir) {
-    nftw(dir, s_rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* Writes bytes to a new file in s_tmp; returns its path in out[cap]. */
 static void s_write_raw(const char *name, const void *bytes, size_t n, char *out, size_t cap) {
@@ -554,14 +540,13 @@ static void s_test_real_model(void) {
 
 int main(void) {
     test_require_model(); /* before the scratch folder, so a missing model leaves nothing */
-    snprintf(s_tmp, sizeof s_tmp, "%s/model_files_safetensors_XXXXXX", test_data_dir());
-    if (!mkdtemp(s_tmp)) {
+    if (test_scratch_dir("model_files_safetensors", s_tmp, sizeof s_tmp) != 0) {
         fprintf(stderr, "cannot create a scratch folder under %s\n", test_data_dir());
         return 1;
     }
     s_test_hostile();
     s_test_valid();
     s_test_real_model();
-    s_rm_tree(s_tmp);
+    test_rm_tree(s_tmp);
     return test_finish();
 }

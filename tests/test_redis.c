@@ -1,5 +1,6 @@
 /* tests/test_redis.c — see test_redis.h. */
 #include "tests/test_redis.h"
+#include "tests/test_util.h"
 
 #include <arpa/inet.h>
 #include <hiredis/hiredis.h>
@@ -100,11 +101,7 @@ int test_redis_restart(test_redis_t *r) {
 
 void test_redis_destroy(test_redis_t *r) {
     test_redis_stop(r);
-    if (r->dir[0]) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", r->dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "test_redis: could not remove %s\n", r->dir);
-    }
+    if (r->dir[0])
+        test_rm_tree(r->dir);
     r->dir[0] = '\0';
 }

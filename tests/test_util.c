@@ -1,5 +1,8 @@
 /* tests/test_util.c — see test_util.h. */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "tests/test_util.h"
+
+#include <ftw.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -75,6 +78,26 @@ void test_require_model(void) {
                 test_model_dir());
         exit(1);
     }
+}
+
+int test_scratch_dir(const char *prefix, char *out, size_t cap) {
+    int n = snprintf(out, cap, "%s/%s_XXXXXX", test_data_dir(), prefix);
+    if (n < 0 || (size_t)n >= cap || !mkdtemp(out)) {
+        fprintf(stderr, "cannot create a scratch folder under %s\n", test_data_dir());
+        return -1;
+    }
+    return 0;
+}
+
+static int s_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void test_rm_tree(const char *dir) {
+    nftw(dir, s_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 int test_finish(void) {

@@ -63,6 +63,11 @@ const char *test_binary_dir(void);
  * need ops/fetch-model.sh to have run). */
 void test_require_model(void);
 
+/* Makes a fresh scratch folder "<test_data_dir>/<prefix>_XXXXXX" into out[cap]. 0 or -1. */
+int test_scratch_dir(const char *prefix, char *out, size_t cap);
+/* Removes a folder and everything below it (links are not followed). */
+void test_rm_tree(const char *dir);
+
 /* Prints the totals; returns 0 when nothing failed and at least one check ran, else 1. */
 int test_finish(void);
 
