@@ -1,0 +1,55 @@
+/* kernels/attention.h — ragged (packed, padding-free) multi-head attention, softmax(Q K^T *
+ * scale) V per sequence and head, bidirectional or causal, with grouped-query heads.
+ *
+ * Layout: token t of the batch has its query at q + t*ldq, key at k + t*ldk, value at
+ * v + t*ldv; head h occupies [h*head_dim, (h+1)*head_dim) of the row (kv head kh likewise).
+ * So the packed QKV GEMM output [n_tokens, 3*hidden] is q = qkv, k = qkv + hidden,
+ * v = qkv + 2*hidden with ldq = ldk = ldv = 3*hidden; separate buffers work with ld = width.
+ * Output row t, head h at out + t*ldo + h*head_dim. Sequence s is tokens
+ * [cu_seqlens[s], cu_seqlens[s+1]); tokens attend only within their sequence.
+ * Reference/CPU version; the CUDA version will be kern_attention_cuda (varlen). */
+#ifndef EMBER_KERNELS_ATTENTION_H
+#define EMBER_KERNELS_ATTENTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Sequences at least this long take the cblas_sgemm path (attention.c); shorter ones the loops. */
+#define KERN_ATTENTION_GEMM_MIN_LEN 32
+
+typedef struct kern_attention_params {
+    int32_t n_heads;    /* query heads */
+    int32_t n_kv_heads; /* key/value heads; divides n_heads (== n_heads: MHA, fewer: GQA) */
+    int32_t head_dim;   /* any >= 1 */
+    float scale;        /* logit scale, usually 1/sqrt(head_dim) */
+    bool causal;        /* false: bidirectional (BERT); true: token i sees tokens <= i */
+} kern_attention_params_t;
+
+/* Floats of scratch one part needs for sequences of at most max_seqlen tokens. */
+size_t kern_attention_ref_scratch_floats(const kern_attention_params_t *p, int32_t max_seqlen);
+
+/* Computes the (sequence, head) units u = s*n_heads + h with u % n_parts == part, so n_parts
+ * threads calling it with part = 0..n_parts-1 (each with its own scratch) cover the batch
+ * (heads of one sequence alternate between parts, which balances ragged lengths). Long
+ * sequences call cblas_sgemm, so OpenBLAS must be safe to call from the calling threads (it is,
+ * built with USE_THREAD; with several parts, 1 OpenBLAS thread per call is best).
+ * out must not overlap q, k, v. Preconditions as above (caller-validated). */
+void kern_attention_ref(const kern_attention_params_t *p, float *out,
+                        int64_t ldo,                 /* [n_tokens, >= n_heads*head_dim] fp32 */
+                        const float *q, int64_t ldq, /* [n_tokens, ...], host, fp32 */
+                        const float *k, int64_t ldk, /* [n_tokens, ...], host, fp32 */
+                        const float *v, int64_t ldv, /* [n_tokens, ...], host, fp32 */
+                        const int32_t *cu_seqlens,   /* [n_seqs + 1], host */
+                        int32_t n_seqs, int32_t part, int32_t n_parts,
+                        float *scratch); /* [kern_attention_ref_scratch_floats], host */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

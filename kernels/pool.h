@@ -1,0 +1,38 @@
+/* kernels/pool.h — sentence pooling over packed sequences, with optional L2 normalisation and
+ * Matryoshka truncation:
+ *
+ *   e_s = CLS: h[first token of s] | MEAN: mean of h over s's tokens | LAST: h[last token of s]
+ *   out[s] = e_s[0..out_dim)                      normalize = false
+ *   out[s] = e_s[0..out_dim) / max(||e_s[0..out_dim)||_2, 1e-12)   normalize = true
+ *
+ * i.e. truncate, then (re-)normalise — what sentence-transformers gives with truncate_dim and
+ * normalize_embeddings=True, and, on a normalised embedding, the same as normalising, truncating
+ * and normalising again. Reference/CPU version; CUDA: kern_pool_cuda. */
+#ifndef EMBER_KERNELS_POOL_H
+#define EMBER_KERNELS_POOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kern_pool_mode {
+    KERN_POOL_CLS = 0,
+    KERN_POOL_MEAN,
+    KERN_POOL_LAST,
+} kern_pool_mode_t;
+
+/* Every sequence has >= 1 token (caller-validated); 1 <= out_dim <= hidden. */
+void kern_pool_ref(float *out,                /* [n_seqs, out_dim], host, fp32 */
+                   const float *h,            /* [n_tokens, hidden], host, fp32 */
+                   const int32_t *cu_seqlens, /* [n_seqs + 1], host */
+                   int32_t n_seqs, int32_t hidden, kern_pool_mode_t mode, int32_t out_dim,
+                   bool normalize);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
