@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "client/ember.h"
 #include "common/error.h"
 #include "common/tokenizer.h"
 
@@ -37,9 +38,9 @@ void cli_report(const char *context, const com_error_t *err);
  * "\r\n") removed; a final line without a break counts; bytes are kept as they are (invalid
  * UTF-8 is repaired by the tokenizer, not here). */
 typedef struct cli_texts {
-    char *buf;        /* whole input, owned */
-    size_t *offsets;  /* [n] start of each text in buf */
-    size_t *lengths;  /* [n] byte length of each text */
+    char *buf;       /* whole input, owned */
+    size_t *offsets; /* [n] start of each text in buf */
+    size_t *lengths; /* [n] byte length of each text */
     size_t n;
 } cli_texts_t;
 
@@ -81,7 +82,47 @@ void cli_tokens_free(cli_tokens_t *tokens);
 /* Loads dir/tokenizer.json; on failure reports to stderr and returns the exit code (else 0). */
 int cli_tokenizer_open(const char *model_dir, com_tokenizer_t **tok);
 
+/* Pool mode (--broker ENDPOINT ... | --redis URL): where the brokers are and how long a request
+ * may take. */
+#define CLI_MAX_BROKERS 16
+typedef struct cli_pool_opts {
+    const char *brokers[CLI_MAX_BROKERS]; /* frontend endpoints, from --broker */
+    size_t n_brokers;
+    const char *redis_url; /* --redis: discover the brokers there */
+    long timeout_ms;       /* --timeout-ms: per request, 0 = libember's default (30 s) */
+} cli_pool_opts_t;
+
+/* Texts per request and text bytes per request (about 64k tokens), and requests in flight. */
+#define CLI_POOL_REQ_TEXTS 256
+#define CLI_POOL_REQ_BYTES (256 * 1024)
+#define CLI_POOL_IN_FLIGHT 4
+
+/* Adds a --broker endpoint. Returns 0, or CLI_EXIT_USAGE (reported) when there are too many. */
+int cli_pool_add_broker(cli_pool_opts_t *p, const char *endpoint, const char *cmd);
+
+/* Creates the libember client for p. Returns 0 with *out, or an exit code after reporting:
+ * CLI_EXIT_USAGE (bad endpoint or URL), CLI_EXIT_UNAVAILABLE (Redis unreachable),
+ * CLI_EXIT_INTERNAL. */
+int cli_pool_connect(const cli_pool_opts_t *p, ember_client_t **out);
+
+/* Maps a libember status to the exit code above: unreachable / timed out / overloaded / no
+ * workers -> CLI_EXIT_UNAVAILABLE; input too long or too large -> CLI_EXIT_INPUT; unsupported
+ * option (dimensions over the model's width) -> CLI_EXIT_USAGE; model mismatch ->
+ * CLI_EXIT_MODEL; anything else -> CLI_EXIT_INTERNAL. */
+int cli_exit_for_status(int status);
+
+/* Under --no-truncate a request of texts[first .. first+count) failed with INPUT_TOO_LONG:
+ * finds the first over-long text with the pool's tokenizer (tokenize without truncation, and
+ * the model's limit from info) and reports "ember: input line N: ...". Returns CLI_EXIT_INPUT
+ * (or the exit code of a failure while looking). */
+int cli_pool_report_too_long(ember_client_t *client, const cli_texts_t *texts, size_t first,
+                             size_t count, const char *broker_msg);
+
 int cli_embed_main(int argc, char **argv);
+/* `ember tokenize` in pool mode: the texts of input (NULL = stdin) tokenized by the pool,
+ * written as in-process `ember tokenize` writes them. Returns an exit code. */
+int cli_tokenize_pool(const cli_pool_opts_t *p, const char *input, const char *output,
+                      int truncate);
 int cli_tokenize_main(int argc, char **argv);
 int cli_status_main(int argc, char **argv);
 

@@ -1,10 +1,19 @@
-/* client/cli_embed.c — `ember embed`: texts (one per line) to embeddings, in process.
+/* client/cli_embed.c — `ember embed`: texts (one per line) to embeddings, in process or through
+ * a pool (--broker / --redis, with libember); also the body of `ember tokenize` in pool mode.
  *
- * Order of work: load the model (config, weights, tokenizer) so model errors come first; read
- * and tokenize all input so input errors are reported before anything is written; then run
- * batches formed by a token budget through the engine, two in flight (the engine computes batch
- * N while this thread writes batch N-1), writing results in input order. Output is JSON lines
- * {"index": i, "embedding": [...], "tokens": n} or raw little-endian float32 (--format f32). */
+ * In process, order of work: load the model (config, weights, tokenizer) so model errors come
+ * first; read and tokenize all input so input errors are reported before anything is written;
+ * then run batches formed by a token budget through the engine, two in flight (the engine
+ * computes batch N while this thread writes batch N-1), writing results in input order.
+ *
+ * Pool mode: create the client (a bad endpoint or an unreachable Redis fails first), read all
+ * input, then send requests of at most CLI_POOL_REQ_TEXTS texts / CLI_POOL_REQ_BYTES bytes,
+ * CLI_POOL_IN_FLIGHT at a time (asynchronous API, one thread), writing each request's results
+ * as soon as every request before it is written, so the output is in input order. Any failed
+ * request stops the run before its results are written (and a file output is discarded).
+ *
+ * Output either way: JSON lines {"index": i, "embedding": [...], "tokens": n} or raw
+ * little-endian float32 (--format f32). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +22,7 @@
 
 #include "client/cli.h"
 #include "common/model_info.h"
+#include "common/protocol.h"
 #include "worker/engine.h"
 
 #define S_IN_FLIGHT 2
@@ -22,18 +32,24 @@ typedef struct s_opts {
     const char *input;
     const char *output;
     int f32;
-    long dimensions;  /* 0 = full */
-    int normalize;    /* -1 model default, 0 off */
+    long dimensions; /* 0 = full */
+    int normalize;   /* -1 model default, 0 off */
     int truncate;
-    long max_length;  /* 0 = model's max_seq_length */
+    long max_length; /* 0 = model's max_seq_length */
     long batch_tokens;
     long threads;
+    int inproc_only; /* --max-length, --batch-tokens or --threads was given */
+    cli_pool_opts_t pool;
 } s_opts_t;
 
 static void s_usage(FILE *f) {
     fputs("usage: ember embed --model DIR [--input FILE] [--output FILE] [--format jsonl|f32]\n"
           "                   [--dimensions N] [--no-normalize] [--no-truncate]\n"
           "                   [--max-length N] [--batch-tokens N] [--threads N]\n"
+          "       ember embed (--broker ENDPOINT [--broker ENDPOINT ...] | --redis URL)\n"
+          "                   [--input FILE] [--output FILE] [--format jsonl|f32]\n"
+          "                   [--dimensions N] [--no-normalize] [--no-truncate]\n"
+          "                   [--timeout-ms N]\n"
           "\n"
           "Reads one text per line (stdin by default) and writes one JSON object per line,\n"
           "{\"index\": i, \"embedding\": [...], \"tokens\": n}, or raw little-endian float32\n"
@@ -43,18 +59,30 @@ static void s_usage(FILE *f) {
           "  --no-normalize    raw pooled vectors instead of the model's L2 normalisation\n"
           "  --max-length N    token limit per text (default: the model's max_seq_length)\n"
           "  --batch-tokens N  tokens per engine batch (default 8192)\n"
-          "  --threads N       compute threads (default: all cores)\n",
+          "  --threads N       compute threads (default: all cores)\n"
+          "  --broker ENDPOINT embed through the pool's broker(s) at ENDPOINT (repeatable,\n"
+          "                    fails over between them), e.g. tcp://127.0.0.1:5555\n"
+          "  --redis URL       embed through the brokers registered in Redis at URL\n"
+          "  --timeout-ms N    pool mode: deadline of each request (default 30000)\n",
           f);
 }
 
 static int s_parse(int argc, char **argv, s_opts_t *o) {
-    static const struct option longopts[] = {
-        {"model", required_argument, 0, 'm'},      {"input", required_argument, 0, 'i'},
-        {"output", required_argument, 0, 'o'},     {"format", required_argument, 0, 'f'},
-        {"dimensions", required_argument, 0, 'd'}, {"no-normalize", no_argument, 0, 'N'},
-        {"no-truncate", no_argument, 0, 'T'},      {"max-length", required_argument, 0, 'L'},
-        {"batch-tokens", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"model", required_argument, 0, 'm'},
+                                             {"input", required_argument, 0, 'i'},
+                                             {"output", required_argument, 0, 'o'},
+                                             {"format", required_argument, 0, 'f'},
+                                             {"dimensions", required_argument, 0, 'd'},
+                                             {"no-normalize", no_argument, 0, 'N'},
+                                             {"no-truncate", no_argument, 0, 'T'},
+                                             {"max-length", required_argument, 0, 'L'},
+                                             {"batch-tokens", required_argument, 0, 'b'},
+                                             {"threads", required_argument, 0, 't'},
+                                             {"broker", required_argument, 0, 'B'},
+                                             {"redis", required_argument, 0, 'R'},
+                                             {"timeout-ms", required_argument, 0, 'X'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
     *o = (s_opts_t){.normalize = -1, .truncate = 1, .batch_tokens = 8192};
     optind = 1;
     opterr = 0;
@@ -97,16 +125,32 @@ static int s_parse(int argc, char **argv, s_opts_t *o) {
                 fprintf(stderr, "ember embed: --max-length needs a positive integer\n");
                 return CLI_EXIT_USAGE;
             }
+            o->inproc_only = 1;
             break;
         case 'b':
             if (cli_parse_int(optarg, 1, 1 << 24, &o->batch_tokens) != 0) {
                 fprintf(stderr, "ember embed: --batch-tokens needs a positive integer\n");
                 return CLI_EXIT_USAGE;
             }
+            o->inproc_only = 1;
             break;
         case 't':
             if (cli_parse_int(optarg, 0, 1024, &o->threads) != 0) {
                 fprintf(stderr, "ember embed: --threads needs an integer in [0, 1024]\n");
+                return CLI_EXIT_USAGE;
+            }
+            o->inproc_only = 1;
+            break;
+        case 'B':
+            if (cli_pool_add_broker(&o->pool, optarg, "embed") != 0)
+                return CLI_EXIT_USAGE;
+            break;
+        case 'R':
+            o->pool.redis_url = optarg;
+            break;
+        case 'X':
+            if (cli_parse_int(optarg, 1, 86400000, &o->pool.timeout_ms) != 0) {
+                fprintf(stderr, "ember embed: --timeout-ms needs an integer in [1, 86400000]\n");
                 return CLI_EXIT_USAGE;
             }
             break;
@@ -123,8 +167,27 @@ static int s_parse(int argc, char **argv, s_opts_t *o) {
         fprintf(stderr, "ember embed: unexpected argument '%s'\n", argv[optind]);
         return CLI_EXIT_USAGE;
     }
-    if (!o->model_dir) {
-        fprintf(stderr, "ember embed: --model DIR is required\n");
+    int pool = o->pool.n_brokers > 0 || o->pool.redis_url;
+    if (o->pool.n_brokers > 0 && o->pool.redis_url) {
+        fprintf(stderr, "ember embed: give --broker or --redis, not both\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (pool && o->model_dir) {
+        fprintf(stderr, "ember embed: --model runs in process; it does not go with --broker or "
+                        "--redis\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (pool && o->inproc_only) {
+        fprintf(stderr, "ember embed: --max-length, --batch-tokens and --threads are in-process "
+                        "options (the pool's broker decides)\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (!pool && o->pool.timeout_ms) {
+        fprintf(stderr, "ember embed: --timeout-ms needs --broker or --redis\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (!pool && !o->model_dir) {
+        fprintf(stderr, "ember embed: --model DIR (or --broker / --redis) is required\n");
         return CLI_EXIT_USAGE;
     }
     return 0;
@@ -241,12 +304,10 @@ done:
     return rc;
 }
 
-int cli_embed_main(int argc, char **argv) {
-    s_opts_t o;
-    int rc = s_parse(argc, argv, &o);
-    if (rc != 0)
-        return rc < 0 ? CLI_EXIT_OK : rc;
-
+/* In-process mode: the model runs here. Returns an exit code. */
+static int s_inproc_main(const s_opts_t *opts) {
+    s_opts_t o = *opts;
+    int rc = 0;
     com_error_t err = {0};
     com_tokenizer_t *tok = NULL;
     wrk_engine_t *eng = NULL;
@@ -325,4 +386,196 @@ done:
     wrk_engine_destroy(&eng);
     com_tokenizer_destroy(&tok);
     return rc;
+}
+
+/* ---- pool mode ---------------------------------------------------------------------------- */
+
+typedef struct s_pool_req {
+    ember_req_t id;
+    size_t first; /* index of the request's first text */
+    size_t count;
+} s_pool_req_t;
+
+enum { S_POOL_EMBED, S_POOL_TOKENIZE };
+
+/* Submits the texts from `first` on, as many as one request takes (CLI_POOL_REQ_TEXTS texts,
+ * CLI_POOL_REQ_BYTES bytes, at least one). Returns the libember status. */
+static int s_pool_submit(ember_client_t *cl, const cli_texts_t *t, size_t first, int kind,
+                         const ember_request_opts_t *ro, s_pool_req_t *out) {
+    size_t count = 0, bytes = 0;
+    while (first + count < t->n && count < CLI_POOL_REQ_TEXTS) {
+        size_t len = t->lengths[first + count];
+        if (count > 0 && bytes + len > CLI_POOL_REQ_BYTES)
+            break;
+        bytes += len;
+        count++;
+    }
+    const char **ptrs = malloc(count * sizeof *ptrs);
+    if (!ptrs)
+        return EMBER_ENOMEM;
+    for (size_t i = 0; i < count; i++)
+        ptrs[i] = t->buf + t->offsets[first + i];
+    out->first = first;
+    out->count = count;
+    int rc = kind == S_POOL_EMBED
+                 ? ember_submit_embed(cl, ptrs, t->lengths + first, count, ro, &out->id)
+                 : ember_submit_tokenize(cl, ptrs, t->lengths + first, count, ro, &out->id);
+    free(ptrs);
+    return rc;
+}
+
+/* Writes one finished request. Returns 0 or an exit code. */
+static int s_pool_write(const ember_result_t *r, const s_pool_req_t *q, int kind, int f32,
+                        cli_sink_t *sink) {
+    if (ember_result_count(r) != q->count) {
+        fprintf(stderr, "ember: broker returned %zu rows for %zu texts\n", ember_result_count(r),
+                q->count);
+        return CLI_EXIT_INTERNAL;
+    }
+    for (size_t k = 0; k < q->count; k++) {
+        size_t i = q->first + k;
+        if (kind == S_POOL_TOKENIZE) {
+            size_t len = 0;
+            const int32_t *ids = ember_result_token_ids(r, k, &len);
+            fputc('[', sink->f);
+            for (size_t j = 0; j < len; j++)
+                fprintf(sink->f, j ? ", %d" : "%d", ids[j]);
+            fputs("]\n", sink->f);
+            continue;
+        }
+        const float *v = ember_result_embedding(r, k);
+        int32_t dim = (int32_t)ember_result_dim(r);
+        if (f32) {
+            for (int32_t j = 0; j < dim; j++)
+                if (!isfinite(v[j])) {
+                    fprintf(stderr, "ember: non-finite embedding for text %zu\n", i);
+                    return CLI_EXIT_INTERNAL;
+                }
+            fwrite(v, sizeof(float), (size_t)dim, sink->f);
+        } else if (s_write_json(sink->f, i, v, dim, ember_result_tokens(r, k))) {
+            fprintf(stderr, "ember: non-finite embedding for text %zu\n", i);
+            return CLI_EXIT_INTERNAL;
+        }
+    }
+    if (ferror(sink->f)) {
+        fprintf(stderr, "ember: cannot write output\n");
+        return CLI_EXIT_OUTPUT;
+    }
+    return 0;
+}
+
+/* Reports a failed request and returns its exit code. */
+static int s_pool_fail(ember_client_t *cl, int status, const cli_texts_t *t, const s_pool_req_t *q,
+                       int truncate) {
+    if (status == EMBER_EINPUT_TOO_LONG && !truncate) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ember_client_last_error(cl));
+        return cli_pool_report_too_long(cl, t, q->first, q->count, msg);
+    }
+    fprintf(stderr, "ember: pool: %s: %s\n", ember_status_name(status),
+            ember_client_last_error(cl));
+    return cli_exit_for_status(status);
+}
+
+/* Runs every text through the pool, CLI_POOL_IN_FLIGHT requests at a time, writing results in
+ * input order. Returns 0 or an exit code (reported). */
+static int s_pool_run(ember_client_t *cl, const cli_texts_t *t, int kind,
+                      const ember_request_opts_t *ro, int f32, cli_sink_t *sink) {
+    s_pool_req_t ring[CLI_POOL_IN_FLIGHT];
+    size_t head = 0, live = 0, next = 0;
+    while (next < t->n || live > 0) {
+        while (live < CLI_POOL_IN_FLIGHT && next < t->n) {
+            s_pool_req_t *q = &ring[(head + live) % CLI_POOL_IN_FLIGHT];
+            int rc = s_pool_submit(cl, t, next, kind, ro, q);
+            if (rc != EMBER_OK)
+                return s_pool_fail(cl, rc, t, q, ro->truncate);
+            next += q->count;
+            live++;
+        }
+        s_pool_req_t *q = &ring[head];
+        ember_result_t *r = NULL;
+        int rc = ember_wait(cl, q->id, -1, &r);
+        if (rc != EMBER_OK)
+            return s_pool_fail(cl, rc, t, q, ro->truncate);
+        rc = s_pool_write(r, q, kind, f32, sink);
+        ember_result_destroy(&r);
+        if (rc != 0)
+            return rc;
+        head = (head + 1) % CLI_POOL_IN_FLIGHT;
+        live--;
+    }
+    return 0;
+}
+
+/* The shared body of pool-mode embed and tokenize: connect, read, check, run, commit. */
+static int s_pool_main(const cli_pool_opts_t *p, const char *input, const char *output, int kind,
+                       const ember_request_opts_t *ro, int f32) {
+    ember_client_t *cl = NULL;
+    int rc = cli_pool_connect(p, &cl);
+    if (rc != 0)
+        return rc;
+    com_error_t err = {0};
+    cli_texts_t texts = {0};
+    cli_sink_t sink = {0};
+    int sink_open = 0;
+    if (cli_texts_read(input, &texts, &err) != 0) {
+        cli_report("input", &err);
+        rc = err.code == COM_ENOMEM ? CLI_EXIT_INTERNAL : CLI_EXIT_INPUT;
+        goto done;
+    }
+    com_proto_limits_t lim;
+    com_proto_limits_default(&lim);
+    for (size_t i = 0; i < texts.n; i++)
+        if (texts.lengths[i] > lim.max_text_bytes) {
+            fprintf(stderr,
+                    "ember: input line %zu: %zu bytes exceed the pool's limit of %u "
+                    "bytes per text\n",
+                    i + 1, texts.lengths[i], lim.max_text_bytes);
+            rc = CLI_EXIT_INPUT;
+            goto done;
+        }
+    if (cli_sink_open(&sink, output, &err) != 0) {
+        cli_report("output", &err);
+        rc = CLI_EXIT_OUTPUT;
+        goto done;
+    }
+    sink_open = 1;
+    rc = s_pool_run(cl, &texts, kind, ro, f32, &sink);
+    if (rc == 0) {
+        sink_open = 0;
+        if (cli_sink_commit(&sink, &err) != 0) {
+            cli_report("output", &err);
+            rc = CLI_EXIT_OUTPUT;
+        }
+    }
+done:
+    if (sink_open)
+        cli_sink_abort(&sink);
+    cli_texts_free(&texts);
+    ember_client_destroy(&cl);
+    return rc;
+}
+
+int cli_tokenize_pool(const cli_pool_opts_t *p, const char *input, const char *output,
+                      int truncate) {
+    ember_request_opts_t ro;
+    ember_request_opts_init(&ro);
+    ro.truncate = truncate ? 1 : 0;
+    return s_pool_main(p, input, output, S_POOL_TOKENIZE, &ro, 0);
+}
+
+int cli_embed_main(int argc, char **argv) {
+    s_opts_t o;
+    int rc = s_parse(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (o.pool.n_brokers > 0 || o.pool.redis_url) {
+        ember_request_opts_t ro;
+        ember_request_opts_init(&ro);
+        ro.normalize = o.normalize;
+        ro.dimensions = (uint32_t)o.dimensions;
+        ro.truncate = o.truncate ? 1 : 0;
+        return s_pool_main(&o.pool, o.input, o.output, S_POOL_EMBED, &ro, o.f32);
+    }
+    return s_inproc_main(&o);
 }

@@ -2,6 +2,7 @@
  * `ember` tool (see cli.h). Main thread only. */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,4 +246,142 @@ int cli_tokenizer_open(const char *model_dir, com_tokenizer_t **tok) {
         return cli_exit_for_model_error(err.code);
     }
     return 0;
+}
+
+/* ---- pool mode ---------------------------------------------------------------------------- */
+
+int cli_pool_add_broker(cli_pool_opts_t *p, const char *endpoint, const char *cmd) {
+    if (p->n_brokers == CLI_MAX_BROKERS) {
+        fprintf(stderr, "ember %s: at most %d --broker endpoints\n", cmd, CLI_MAX_BROKERS);
+        return CLI_EXIT_USAGE;
+    }
+    p->brokers[p->n_brokers++] = endpoint;
+    return 0;
+}
+
+int cli_pool_connect(const cli_pool_opts_t *p, ember_client_t **out) {
+    ember_options_t o;
+    ember_options_init(&o);
+    o.brokers = p->brokers;
+    o.n_brokers = p->n_brokers;
+    o.redis_url = p->redis_url;
+    if (p->timeout_ms > 0) {
+        o.timeout_ms = (int32_t)p->timeout_ms;
+        /* one silent broker must not eat the whole budget: fail over after a third of it */
+        o.attempt_timeout_ms = o.timeout_ms / 3 > 0 ? o.timeout_ms / 3 : 1;
+    }
+    char why[512];
+    int rc = ember_client_new(&o, out, why, sizeof why);
+    if (rc == EMBER_OK)
+        return 0;
+    fprintf(stderr, "ember: %s: %s\n", p->redis_url && !p->n_brokers ? "redis" : "broker", why);
+    if (rc == EMBER_EINVAL)
+        return CLI_EXIT_USAGE;
+    return rc == EMBER_EUNAVAILABLE ? CLI_EXIT_UNAVAILABLE : CLI_EXIT_INTERNAL;
+}
+
+int cli_exit_for_status(int status) {
+    switch (status) {
+    case EMBER_OK:
+        return CLI_EXIT_OK;
+    case EMBER_ETIMEOUT:
+    case EMBER_EUNAVAILABLE:
+    case EMBER_EOVERLOADED:
+    case EMBER_EDEADLINE:
+    case EMBER_ENO_WORKERS:
+        return CLI_EXIT_UNAVAILABLE;
+    case EMBER_EINPUT_TOO_LONG:
+    case EMBER_ETOO_LARGE:
+        return CLI_EXIT_INPUT;
+    case EMBER_EUNSUPPORTED:
+        return CLI_EXIT_USAGE;
+    case EMBER_EMODEL_MISMATCH:
+        return CLI_EXIT_MODEL;
+    default:
+        return CLI_EXIT_INTERNAL;
+    }
+}
+
+/* Tokenizes texts[first .. first+count) without truncation. Returns the libember status; on
+ * EMBER_OK *out is the result. */
+static int s_tokenize_range(ember_client_t *client, const cli_texts_t *texts, size_t first,
+                            size_t count, ember_result_t **out) {
+    const char **ptrs = malloc(count * sizeof *ptrs);
+    if (!ptrs)
+        return EMBER_ENOMEM;
+    for (size_t i = 0; i < count; i++)
+        ptrs[i] = texts->buf + texts->offsets[first + i];
+    ember_request_opts_t o;
+    ember_request_opts_init(&o);
+    o.truncate = 0;
+    int rc = ember_tokenize(client, ptrs, texts->lengths + first, count, &o, out);
+    free(ptrs);
+    return rc;
+}
+
+/* The pool tokenized [lo, lo+n) without truncation into r: reports the first text over the
+ * model's limit (from info) and returns CLI_EXIT_INPUT, or returns 0 when none is found. */
+static int s_first_over_limit(ember_client_t *client, const ember_result_t *r, size_t lo,
+                              size_t n) {
+    ember_info_t info;
+    if (ember_info(client, 0, &info) != EMBER_OK || info.max_seq == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t t = ember_result_tokens(r, i);
+        if (t > info.max_seq) {
+            fprintf(stderr,
+                    "ember: input line %zu: %u tokens exceed the model's limit of %u "
+                    "(--no-truncate)\n",
+                    lo + i + 1, t, info.max_seq);
+            return CLI_EXIT_INPUT;
+        }
+    }
+    return 0;
+}
+
+int cli_pool_report_too_long(ember_client_t *client, const cli_texts_t *texts, size_t first,
+                             size_t count, const char *broker_msg) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", broker_msg);
+    /* Either the pool tokenizes without truncation (then the limit comes from info), or it
+     * refuses the over-long text there too (then bisect down to the first refused one). */
+    size_t lo = first, n = count;
+    bool known_bad = false; /* [lo, lo+n) is known to hold an over-long text */
+    while (n > 0) {
+        if (!known_bad) {
+            ember_result_t *r = NULL;
+            int rc = s_tokenize_range(client, texts, lo, n, &r);
+            if (rc == EMBER_OK) {
+                int ex = s_first_over_limit(client, r, lo, n);
+                ember_result_destroy(&r);
+                if (ex)
+                    return ex;
+                break;
+            }
+            if (rc != EMBER_EINPUT_TOO_LONG)
+                break;
+            snprintf(msg, sizeof msg, "%s", ember_client_last_error(client));
+        }
+        if (n == 1) {
+            fprintf(stderr, "ember: input line %zu: %s (--no-truncate)\n", lo + 1, msg);
+            return CLI_EXIT_INPUT;
+        }
+        ember_result_t *h = NULL;
+        size_t half = n / 2;
+        int rc = s_tokenize_range(client, texts, lo, half, &h);
+        ember_result_destroy(&h);
+        if (rc == EMBER_EINPUT_TOO_LONG) {
+            snprintf(msg, sizeof msg, "%s", ember_client_last_error(client));
+            n = half;
+        } else if (rc == EMBER_OK) {
+            lo += half;
+            n -= half;
+        } else {
+            break;
+        }
+        known_bad = true;
+    }
+    fprintf(stderr, "ember: input lines %zu-%zu: %s (--no-truncate)\n", first + 1, first + count,
+            msg);
+    return CLI_EXIT_INPUT;
 }

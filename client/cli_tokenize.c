@@ -9,10 +9,12 @@
 #include "common/model_info.h"
 
 static void s_usage(FILE *f) {
-    fputs("usage: ember tokenize --model DIR [--input FILE] [--output FILE] [--no-truncate]\n"
-          "                      [--max-length N]\n"
+    fputs("usage: ember tokenize (--model DIR | --broker ENDPOINT ... | --redis URL)\n"
+          "                      [--input FILE] [--output FILE] [--no-truncate] [--max-length N]\n"
+          "                      [--timeout-ms N]\n"
           "\n"
-          "Writes one JSON array of token ids per input line (special tokens included).\n",
+          "Writes one JSON array of token ids per input line (special tokens included), in\n"
+          "process with --model, or by the pool's broker with --broker / --redis.\n",
           f);
 }
 
@@ -21,7 +23,9 @@ int cli_tokenize_main(int argc, char **argv) {
         {"model", required_argument, 0, 'm'},     {"input", required_argument, 0, 'i'},
         {"output", required_argument, 0, 'o'},    {"no-truncate", no_argument, 0, 'T'},
         {"max-length", required_argument, 0, 'L'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"broker", required_argument, 0, 'B'},    {"redis", required_argument, 0, 'R'},
+        {"timeout-ms", required_argument, 0, 'X'}, {0, 0, 0, 0}};
+    cli_pool_opts_t pool = {0};
     const char *model_dir = NULL, *input = NULL, *output = NULL;
     int truncate = 1;
     long max_length = 0;
@@ -48,6 +52,19 @@ int cli_tokenize_main(int argc, char **argv) {
                 return CLI_EXIT_USAGE;
             }
             break;
+        case 'B':
+            if (cli_pool_add_broker(&pool, optarg, "tokenize") != 0)
+                return CLI_EXIT_USAGE;
+            break;
+        case 'R':
+            pool.redis_url = optarg;
+            break;
+        case 'X':
+            if (cli_parse_int(optarg, 1, 86400000, &pool.timeout_ms) != 0) {
+                fprintf(stderr, "ember tokenize: --timeout-ms needs an integer in [1, 86400000]\n");
+                return CLI_EXIT_USAGE;
+            }
+            break;
         case 'h':
             s_usage(stdout);
             return CLI_EXIT_OK;
@@ -62,8 +79,16 @@ int cli_tokenize_main(int argc, char **argv) {
         fprintf(stderr, "ember tokenize: unexpected argument '%s'\n", argv[optind]);
         return CLI_EXIT_USAGE;
     }
+    int use_pool = pool.n_brokers > 0 || pool.redis_url;
+    if (use_pool && (model_dir || max_length || (pool.n_brokers > 0 && pool.redis_url))) {
+        fprintf(stderr, "ember tokenize: give one of --model, --broker or --redis (--max-length "
+                        "is in-process only)\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (use_pool)
+        return cli_tokenize_pool(&pool, input, output, truncate);
     if (!model_dir) {
-        fprintf(stderr, "ember tokenize: --model DIR is required\n");
+        fprintf(stderr, "ember tokenize: --model DIR (or --broker / --redis) is required\n");
         return CLI_EXIT_USAGE;
     }
 
