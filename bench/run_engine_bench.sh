@@ -4,12 +4,12 @@
 # tokenize + embed, token-budget batches) and bench/engine_peer.py (ST model.encode, torch threads
 # 2), prints both tables and the ratio ember/ST of the best texts/s, and writes combined JSON.
 #
-# Usage: bench/run_engine_bench.sh [OUT_JSON] (default build-engine/bench-engine.json)
-# Env: BUILD (default build-engine, must hold bench/bench_engine_cpu), N_TEXTS (1000), REPS (3),
+# Usage: bench/run_engine_bench.sh [OUT_JSON] (default $BUILD/bench-engine.json)
+# Env: BUILD (default build, must hold bench/bench_engine_cpu), N_TEXTS (1000), REPS (3),
 #      BUDGETS (4096,8192), THREADS (0 = all cores; e.g. 1,2), ST_BATCH_SIZES (32,64,128).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build-engine}
+BUILD=${BUILD:-build}
 OUT=${1:-$BUILD/bench-engine.json}
 N_TEXTS=${N_TEXTS:-1000}
 REPS=${REPS:-3}

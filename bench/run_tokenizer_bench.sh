@@ -3,13 +3,12 @@
 # thread each) on the same generated corpus, in one run: prints both tables and the ratio
 # ember/HF of texts per second (target >= 3), and writes a combined JSON.
 #
-# Usage: bench/run_tokenizer_bench.sh [BUILD_DIR (default build-tok)] [OUT_JSON]
-#   BUILD_DIR must hold bench/bench_tokenizer (cmake --build BUILD_DIR --target bench_tokenizer).
-#   OUT_JSON defaults to BUILD_DIR/tokenizer_bench.json. REPS (env, default 5) sets repetitions.
+# Usage: bench/run_tokenizer_bench.sh [OUT_JSON]   (default $BUILD/tokenizer_bench.json)
+# Env: BUILD (default build, must hold bench/bench_tokenizer), REPS (default 5).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${1:-$root/build-tok}"
-out="${2:-$build/tokenizer_bench.json}"
+build="${BUILD:-$root/build}"
+out="${1:-$build/tokenizer_bench.json}"
 reps="${REPS:-5}"
 py="${PYTHON:-python3}"
 tokjson="$root/models/all-MiniLM-L6-v2/tokenizer.json"
