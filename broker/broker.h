@@ -214,6 +214,7 @@ typedef struct brk {
     int32_t *scratch_offs;
     size_t scratch_cap;
     bool draining;
+    int64_t last_refusal_log_us; /* rate limit for the refused-worker warning */
     brk_counters_t c;
 } brk_t;
 

@@ -194,18 +194,27 @@ static int s_task_of(const brk_chunk_t *ch) {
 /* The worker for ch: usable for its task, a free credit, a batch large enough; fewest
  * outstanding tokens, and for a re-dispatch another worker than the last one when possible. */
 static int s_pick(const brk_t *b, const brk_chunk_t *ch, const bool *blocked) {
-    int best = -1;
-    bool best_same = true;
-    uint64_t best_tok = UINT64_MAX;
     int task = s_task_of(ch);
+    /* A chunk being dispatched again avoids the worker it last went to whenever another worker
+     * could take it, even if that one has no free credit right now: waiting for a credit beats
+     * burning every attempt on one broken worker. */
+    int avoid = -1;
+    if (ch->attempt > 0) {
+        for (int i = 0; i < BRK_MAX_WORKERS && avoid < 0; i++) {
+            const brk_worker_t *w = &b->workers[i];
+            if (i != ch->worker && s_usable(w, task) && w->mbt >= ch->tokens)
+                avoid = ch->worker;
+        }
+    }
+    int best = -1;
+    uint64_t best_tok = UINT64_MAX;
     for (int i = 0; i < BRK_MAX_WORKERS; i++) {
         const brk_worker_t *w = &b->workers[i];
-        if (!s_usable(w, task) || blocked[i] || w->n_inflight >= s_window(w) || w->mbt < ch->tokens)
+        if (i == avoid || !s_usable(w, task) || blocked[i] || w->n_inflight >= s_window(w) ||
+            w->mbt < ch->tokens)
             continue;
-        bool same = ch->attempt > 0 && ch->worker == i;
-        if (best < 0 || (best_same && !same) || (same == best_same && w->out_tokens < best_tok)) {
+        if (best < 0 || w->out_tokens < best_tok) {
             best = i;
-            best_same = same;
             best_tok = w->out_tokens;
         }
     }
@@ -325,8 +334,13 @@ static void s_on_ready(brk_t *b, int wi, const uint8_t *ident, size_t len,
     }
     if (bad) {
         b->c.model_mismatches++;
-        COM_WARN("refusing worker %.*s: %s",
-                 (int)(rd->worker_id.len > 100 ? 100 : rd->worker_id.len), rd->worker_id.ptr, bad);
+        /* At most one line a second: a misbehaving peer must not flood the log. */
+        if (now - b->last_refusal_log_us >= 1000000) {
+            b->last_refusal_log_us = now;
+            COM_WARN("refusing worker %.*s: %s (%llu refusals so far)",
+                     (int)(rd->worker_id.len > 100 ? 100 : rd->worker_id.len), rd->worker_id.ptr,
+                     bad, (unsigned long long)b->c.model_mismatches);
+        }
         if (wi >= 0) {
             s_worker_lost(b, wi, "model changed");
             brk_dispatch_run(b);

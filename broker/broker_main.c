@@ -6,8 +6,8 @@
  * ROUTER (workers), the tokenizer pool's PULL socket and a self-pipe written by the signal
  * handler; it never blocks elsewhere (tokenization runs on the pool's threads, Redis on the
  * registry agent's thread). Timers (heartbeats, worker loss, chunk lateness, deadlines) use
- * the monotonic clock and run after every poll; the poll waits at most S_TICK_MS while requests
- * are open, else until the next heartbeat.
+ * the monotonic clock and run when due (every S_TICK_MS while requests are open, and at each
+ * heartbeat), not per message; the poll sleeps until the next one.
  *
  * Shutdown: the first SIGTERM/SIGINT starts the drain (new requests get UNAVAILABLE, workers
  * get drain, open requests finish or reach their deadlines); the second fails what is left
@@ -497,14 +497,16 @@ static void s_begin_drain(brk_t *b) {
 
 static int s_loop(brk_t *b) {
     int64_t next_hb = com_clock_mono_us();
+    int64_t next_tick = next_hb;
     int signals = 0;
     for (;;) {
         int64_t now = com_clock_mono_us();
-        long timeout;
-        if (b->active_requests > 0)
-            timeout = S_TICK_MS;
-        else
-            timeout = next_hb > now ? (long)((next_hb - now) / 1000) + 1 : 0;
+        /* Sleep until the next timer: heartbeats always, the 10 ms tick (deadlines, lateness,
+         * retrying full queues) only while requests are open. */
+        int64_t wake = next_hb;
+        if (b->active_requests > 0 && next_tick < wake)
+            wake = next_tick;
+        long timeout = wake > now ? (long)((wake - now + 999) / 1000) : 0;
         zmq_pollitem_t items[4] = {
             {b->frontend, 0, ZMQ_POLLIN, 0},
             {b->backend, 0, ZMQ_POLLIN, 0},
@@ -541,8 +543,13 @@ static int s_loop(brk_t *b) {
         bool hb = now >= next_hb;
         if (hb)
             next_hb = now + (int64_t)b->cfg.heartbeat_ms * 1000;
-        brk_requests_tick(b, now);
-        brk_dispatch_tick(b, now, hb);
+        /* Timers run when due, not on every message: walking the request table and the
+         * workers per message cost tens of microseconds on the latency path. */
+        if (hb || now >= next_tick) {
+            next_tick = now + S_TICK_MS * 1000;
+            brk_requests_tick(b, now);
+            brk_dispatch_tick(b, now, hb);
+        }
         if (hb && b->agent) {
             com_broker_record_t rec;
             s_record(b, &rec);

@@ -1428,6 +1428,32 @@ static int s_header(s_dec_t *d, uint32_t pairs) {
     return S_BAD(d, "unknown message type \"%.*s\"", (int)(t.len > 32 ? 32 : t.len), t.ptr);
 }
 
+/* After the structural check failed: reads the top-level map's pairs in order, as far as they
+ * are well formed, and takes "id" if it comes before the damage, so the error reply can still
+ * be addressed. Reads nothing past the buffer (the bounded reader checks every length). */
+static void s_salvage_id(const void *buf, size_t len, com_proto_msg_t *m) {
+    com_mpr_t r;
+    com_mpr_obj_t top, key, val;
+    com_mpr_init(&r, buf, len);
+    if (com_mpr_next(&r, &top, NULL) != 0 || top.kind != COM_MPR_MAP)
+        return;
+    for (uint32_t i = 0; i < top.len; i++) {
+        if (com_mpr_next(&r, &key, NULL) != 0)
+            return;
+        if (key.kind == COM_MPR_STR && key.len == 2 && memcmp(key.ptr, "id", 2) == 0) {
+            if (com_mpr_next(&r, &val, NULL) == 0 && val.kind == COM_MPR_UINT) {
+                m->id = val.v.u;
+                m->has_id = true;
+            }
+            return;
+        }
+        if (key.kind == COM_MPR_ARRAY || key.kind == COM_MPR_MAP)
+            return; /* container keys are not worth walking into */
+        if (com_mpr_skip(&r, COM_MPR_DEPTH_CAP, NULL) != 0)
+            return;
+    }
+}
+
 int com_proto_decode(const void *buf, size_t len, const com_proto_limits_t *lim,
                      com_proto_msg_t *out, com_error_t *err) {
     com_proto_limits_t defaults;
@@ -1446,6 +1472,8 @@ int com_proto_decode(const void *buf, size_t len, const com_proto_limits_t *lim,
     if (len == 0 || !buf)
         return S_BAD(&d, "empty message");
     rc = com_mpr_check(buf, len, lim->max_depth, err);
+    if (rc != 0)
+        s_salvage_id(buf, len, out);
     if (rc == COM_ETOOLONG)
         return S_BIG(&d, "nesting deeper than the limit max_depth = %u", lim->max_depth);
     if (rc != 0) {

@@ -1535,6 +1535,22 @@ static void test_seeds(void) {
     }
 }
 
+/* A message whose structure breaks after its "id" still yields the id, so the broker can
+ * address its error reply; an id after the damage is not guessed. */
+static void test_salvaged_id(void) {
+    /* {"v":1, "id":7, "x": map32 declaring 2^32-1 pairs} */
+    const uint8_t before[] = {0x83, 0xa1, 'v', 0x01, 0xa2, 'i', 'd', 0x07,
+                              0xa1, 'x', 0xdf, 0xff, 0xff, 0xff, 0xff};
+    /* {"x": map32 declaring 2^32-1 pairs, "id": 7} */
+    const uint8_t after[] = {0x82, 0xa1, 'x', 0xdf, 0xff, 0xff, 0xff, 0xff, 0xa2, 'i', 'd', 0x07};
+    com_proto_msg_t m;
+    com_error_t err = {0};
+    CHECK(com_proto_decode(before, sizeof before, NULL, &m, &err) != 0);
+    CHECK(m.has_id && m.id == 7 && m.perr == COM_PROTO_BAD_REQUEST);
+    CHECK(com_proto_decode(after, sizeof after, NULL, &m, &err) != 0);
+    CHECK(!m.has_id);
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--write-seeds"))
         return s_write_seeds(argv[2]);
@@ -1546,6 +1562,7 @@ int main(int argc, char **argv) {
     test_limits();
     test_truncation();
     test_hostile();
+    test_salvaged_id();
     test_values();
     test_encoder_checks();
     test_tensor_pack();
