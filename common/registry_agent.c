@@ -169,7 +169,9 @@ void com_registry_agent_stop(com_registry_agent_t **self_p, bool deregister) {
     pthread_cond_signal(&a->cv);
     pthread_mutex_unlock(&a->mu);
     pthread_join(a->thread, NULL);
-    if (deregister) {
+    if (!deregister) {
+        s_write(a); /* the last snapshot (say, state "unhealthy") stays until its TTL lapses */
+    } else {
         com_error_t err = {0};
         const char *id = a->is_worker ? a->worker.id : a->broker.id;
         int rc = a->is_worker ? com_registry_remove_worker(a->reg, id, &err)

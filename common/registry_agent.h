@@ -37,8 +37,9 @@ void com_registry_agent_kick(com_registry_agent_t *a);
 /* 1 if the last write reached Redis. */
 int com_registry_agent_healthy(com_registry_agent_t *a);
 
-/* Stops the thread; with deregister, removes the record (one attempt, bounded by the
- * registry's timeout). Accepts NULL; nulls *self_p. */
+/* Stops the thread. With deregister, removes the record; without, writes the latest snapshot
+ * once more (so a final state such as "unhealthy" is seen until the TTL lapses). One attempt,
+ * bounded by the registry's timeout. Accepts NULL; nulls *self_p. */
 void com_registry_agent_stop(com_registry_agent_t **self_p, bool deregister);
 
 #endif

@@ -8,6 +8,20 @@
 
 #include <stdint.h>
 
+#ifdef EMBER_HAVE_CUDA
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" { /* common/error.h has no C++ guard of its own */
+#include "common/error.h"
+}
+#else
+#include "common/error.h"
+#endif
+struct CUstream_st; /* cudaStream_t */
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -20,6 +34,27 @@ void kern_add_layernorm_ref(float *out,            /* [n, hidden], host, fp32 */
                             const float *gamma,    /* [hidden], host, fp32 */
                             const float *beta,     /* [hidden], host, fp32 */
                             int32_t n, int32_t hidden, float eps);
+
+#ifdef EMBER_HAVE_CUDA
+/* CUDA (add_layernorm.cu): rows t < *n_rows (all n_max rows when n_rows is NULL):
+ *   y = LayerNorm(x[t] + b + residual[t]) * gamma + beta, fp32 math,
+ * written to out_f32 (fp32 residual stream; may alias residual) and out_bf16 (next GEMM's input);
+ * either output may be NULL. Rows past *n_rows are not touched. Launch configurations: 16-byte
+ * vector path (hidden % 8 == 0) and scalar path, picked by the launcher. Returns 0, COM_EINVAL or
+ * COM_EINTERNAL (err says where). Enqueued on stream. */
+int kern_add_layernorm_cuda(float *out_f32,        /* [n_max, hidden], device, or NULL */
+                            uint16_t *out_bf16,    /* [n_max, hidden], device bf16, or NULL */
+                            const uint16_t *x,     /* [n_max, hidden], device bf16 */
+                            const uint16_t *b,     /* [hidden], device bf16, or NULL */
+                            const float *residual, /* [n_max, hidden], device fp32 */
+                            const float *gamma,    /* [hidden], device fp32 */
+                            const float *beta,     /* [hidden], device fp32 */
+                            int32_t n_max, const int32_t *n_rows, /* [1] device, or NULL */
+                            int32_t hidden, float eps, struct CUstream_st *stream,
+                            com_error_t *err);
+/* The launch configuration the launcher picks for hidden (0 scalar, 1 vector); for tests. */
+int kern_add_layernorm_cuda_config(int32_t hidden);
+#endif
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef EMBER_HAVE_CUDA
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" { /* common/error.h has no C++ guard of its own */
+#include "common/error.h"
+}
+#else
+#include "common/error.h"
+#endif
+struct CUstream_st; /* cudaStream_t */
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -47,6 +61,26 @@ void kern_attention_ref(const kern_attention_params_t *p, float *out,
                         const int32_t *cu_seqlens,   /* [n_seqs + 1], host */
                         int32_t n_seqs, int32_t part, int32_t n_parts,
                         float *scratch); /* [kern_attention_ref_scratch_floats], host */
+
+#ifdef EMBER_HAVE_CUDA
+/* CUDA (attention.cu): the same op on tensor cores (mma.sync m16n8k16 bf16, fp32 accumulation,
+ * online softmax; FlashAttention-2 style). bf16 q/k/v/out. The grid is sized by the bucket:
+ * (ceil(max_tokens / 64) packed query tiles, n_heads); a tile is 64 consecutive packed tokens and
+ * may span several sequences: it walks the keys of every sequence it touches and masks keys of
+ * other sequences, so no per-sequence launch or host-side tiling is needed and one CUDA graph
+ * serves any mix of sequences. Rows past *n_tokens are not written. Supported: head_dim 32 and
+ * 64 (128 later), GQA (n_kv_heads divides n_heads), causal or not; ld* multiples of 8 and
+ * pointers 16-byte aligned (else COM_EINVAL / COM_EUNSUPPORTED). Enqueued on stream. */
+int kern_attention_cuda(const kern_attention_params_t *p, uint16_t *out,
+                        int64_t ldo,                    /* [max_tokens, ...] bf16 */
+                        const uint16_t *q, int64_t ldq, /* device bf16 */
+                        const uint16_t *k, int64_t ldk, /* device bf16 */
+                        const uint16_t *v, int64_t ldv, /* device bf16 */
+                        const int32_t *cu_seqlens,      /* [n_seqs + 1], device */
+                        const int32_t *tok_seq,         /* [max_tokens], device */
+                        const int32_t *n_tokens,        /* [1], device */
+                        int32_t max_tokens, struct CUstream_st *stream, com_error_t *err);
+#endif
 
 #ifdef __cplusplus
 }

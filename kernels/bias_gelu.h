@@ -5,6 +5,20 @@
 
 #include <stdint.h>
 
+#ifdef EMBER_HAVE_CUDA
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" { /* common/error.h has no C++ guard of its own */
+#include "common/error.h"
+}
+#else
+#include "common/error.h"
+#endif
+struct CUstream_st; /* cudaStream_t */
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -12,6 +26,18 @@ extern "C" {
 void kern_bias_gelu_ref(float *x,       /* [n, dim], host, fp32, in place */
                         const float *b, /* [dim], host, fp32, or NULL */
                         int32_t n, int32_t dim);
+
+#ifdef EMBER_HAVE_CUDA
+/* CUDA (bias_gelu.cu): x = GELU_erf(x + b) in place on bf16, fp32 math (erff), rows
+ * t < *n_rows (all n_max rows when n_rows is NULL); later rows untouched. Launch
+ * configurations: 8-wide vector path (dim % 8 == 0) and scalar path. Returns 0, COM_EINVAL or
+ * COM_EINTERNAL. Enqueued on stream. */
+int kern_bias_gelu_cuda(uint16_t *x,       /* [n_max, dim], device bf16, in place */
+                        const uint16_t *b, /* [dim], device bf16, or NULL */
+                        int32_t n_max, const int32_t *n_rows, /* [1] device, or NULL */
+                        int32_t dim, struct CUstream_st *stream, com_error_t *err);
+int kern_bias_gelu_cuda_config(int32_t dim); /* 0 scalar, 1 vector; for tests */
+#endif
 
 #ifdef __cplusplus
 }

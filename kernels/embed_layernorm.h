@@ -10,6 +10,20 @@
 
 #include <stdint.h>
 
+#ifdef EMBER_HAVE_CUDA
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" { /* common/error.h has no C++ guard of its own */
+#include "common/error.h"
+}
+#else
+#include "common/error.h"
+#endif
+struct CUstream_st; /* cudaStream_t */
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -29,6 +43,30 @@ void kern_embed_layernorm_ref(float *out,                /* [n_tokens, hidden], 
                               const float *gamma, /* [hidden], host, fp32 */
                               const float *beta,  /* [hidden], host, fp32 */
                               int32_t hidden, float eps);
+
+#ifdef EMBER_HAVE_CUDA
+/* CUDA (embed_layernorm.cu): the same op over a bucket of max_tokens rows, tables in bf16, fp32
+ * math. Row t < *n_tokens: out = LayerNorm(word[ids[t]] + pos[t - cu_seqlens[tok_seq[t]]] +
+ * type[types[t]]); rows [*n_tokens, max_tokens) are written as zeros (the padding of a bucket
+ * stays finite). Written twice: fp32 (the residual stream) and bf16 (the next GEMM's input);
+ * either may be NULL. Counts come from device memory so one CUDA graph serves any batch of the
+ * bucket. hidden >= 1. Returns 0, COM_EINVAL (bad sizes) or COM_EINTERNAL (launch failed; err
+ * says where). Enqueued on stream; returns before the kernel runs. */
+int kern_embed_layernorm_cuda(float *out_f32,     /* [max_tokens, hidden], device, or NULL */
+                              uint16_t *out_bf16, /* [max_tokens, hidden], device bf16, or NULL */
+                              const int32_t *token_ids,  /* [max_tokens], device */
+                              const int32_t *type_ids,   /* [max_tokens], device; NULL = all 0 */
+                              const int32_t *tok_seq,    /* [max_tokens], device: sequence of t */
+                              const int32_t *cu_seqlens, /* [n_seqs + 1], device */
+                              const int32_t *n_tokens,   /* [1], device: real tokens */
+                              int32_t max_tokens, const uint16_t *word, /* [vocab, hidden] bf16 */
+                              const uint16_t *pos,  /* [max_positions, hidden], device bf16 */
+                              const uint16_t *type, /* [type_vocab, hidden], device bf16 */
+                              const float *gamma,   /* [hidden], device fp32 */
+                              const float *beta,    /* [hidden], device fp32 */
+                              int32_t hidden, float eps, struct CUstream_st *stream,
+                              com_error_t *err);
+#endif
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,21 @@
 
 #include <stdint.h>
 
+#ifdef EMBER_HAVE_CUDA
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" { /* common/error.h has no C++ guard of its own */
+#include "common/error.h"
+}
+#else
+#include "common/error.h"
+#endif
+struct CUstream_st;     /* cudaStream_t */
+struct cublasLtContext; /* cublasLtHandle_t */
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -17,6 +32,34 @@ void kern_linear_ref(float *y,       /* [n, out], host, fp32 */
                      const float *w, /* [out, in], host, fp32 */
                      const float *b, /* [out], host, fp32, or NULL */
                      int32_t n, int32_t in, int32_t out);
+
+#ifdef EMBER_HAVE_CUDA
+/* CUDA (linear.cu): y = x W^T (+ b) through cuBLASLt, bf16 in/out, fp32 accumulation (and bias
+ * added in fp32 by the BIAS epilogue before the one rounding to bf16). A plan fixes the shape and
+ * the algorithm, chosen once by cuBLASLt's heuristic when the plan is made (rank 0 = its first
+ * choice; tests try several ranks); kern_linear_cuda then makes no query, allocates nothing and
+ * is safe inside CUDA graph capture (the caller passes a preallocated workspace of at least the
+ * plan's workspace_bytes). A plan belongs to one thread at a time: kern_linear_cuda sets the
+ * bias pointer on its descriptor (a host-side attribute; a captured graph keeps the value it saw).
+ */
+typedef struct kern_linear_plan kern_linear_plan_t;
+
+/* Returns 0 with *out, COM_EUNSUPPORTED when the heuristic offers fewer than rank + 1
+ * algorithms, COM_EINVAL, COM_ENOMEM or COM_EINTERNAL (cuBLASLt failed; err says where). */
+int kern_linear_plan_new(struct cublasLtContext *lt, int32_t n, int32_t in, int32_t out, bool bias,
+                         size_t workspace_bytes, int32_t rank, kern_linear_plan_t **out_plan,
+                         com_error_t *err);
+void kern_linear_plan_destroy(kern_linear_plan_t **self_p);
+/* Runs y[n, out] = x[n, in] w[out, in]^T (+ b[out]) for the plan's n. Returns 0 or
+ * COM_EINTERNAL. Enqueued on stream. */
+int kern_linear_cuda(struct cublasLtContext *lt, const kern_linear_plan_t *p,
+                     uint16_t *y,       /* [n, out], device bf16 */
+                     const uint16_t *x, /* [n, in], device bf16 */
+                     const uint16_t *w, /* [out, in], device bf16 */
+                     const uint16_t *b, /* [out], device bf16; used iff the plan has a bias */
+                     void *workspace, size_t workspace_bytes, struct CUstream_st *stream,
+                     com_error_t *err);
+#endif
 
 #ifdef __cplusplus
 }

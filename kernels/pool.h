@@ -14,6 +14,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef EMBER_HAVE_CUDA
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" { /* common/error.h has no C++ guard of its own */
+#include "common/error.h"
+}
+#else
+#include "common/error.h"
+#endif
+struct CUstream_st; /* cudaStream_t */
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -30,6 +44,22 @@ void kern_pool_ref(float *out,                /* [n_seqs, out_dim], host, fp32 *
                    const int32_t *cu_seqlens, /* [n_seqs + 1], host */
                    int32_t n_seqs, int32_t hidden, kern_pool_mode_t mode, int32_t out_dim,
                    bool normalize);
+
+#ifdef EMBER_HAVE_CUDA
+/* CUDA (pool.cu): the same op on the device, with every per-batch number read from device
+ * memory so one CUDA graph serves any batch: *n_seqs sequences (at most max_seqs), *out_dim kept
+ * dims (1..hidden), *normalize (0/1). out is packed [*n_seqs, *out_dim] fp32. h is the fp32 final
+ * hidden state. One block per sequence (grid-stride), threads over dims, L2 by a block
+ * reduction. Returns 0, COM_EINVAL or COM_EINTERNAL. Enqueued on stream. */
+int kern_pool_cuda(float *out,                /* [max_seqs * hidden] capacity, device fp32 */
+                   const float *h,            /* [n_tokens, hidden], device fp32 */
+                   const int32_t *cu_seqlens, /* [n_seqs + 1], device */
+                   const int32_t *n_seqs,     /* [1], device */
+                   const int32_t *out_dim,    /* [1], device */
+                   const int32_t *normalize,  /* [1], device */
+                   int32_t max_seqs, int32_t hidden, kern_pool_mode_t mode,
+                   struct CUstream_st *stream, com_error_t *err);
+#endif
 
 #ifdef __cplusplus
 }

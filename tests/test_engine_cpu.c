@@ -411,7 +411,7 @@ int main(void) {
     printf("OVERALL worst 1-cosine %.2e, max |diff| %.3g over %d full embeddings\n", 1.0 - all.cos,
            all.abs, (int)all.n);
 
-    wrk_engine_opts_t bad = {"cuda:0", 0, 0};
+    wrk_engine_opts_t bad = {.device = "cuda:99"}; /* no such GPU, with or without CUDA */
     CHECK(wrk_engine_new(model_dir, &bad, &e, &err) == COM_EUNSUPPORTED && e == NULL);
     CHECK(wrk_engine_new("/nonexistent/model", NULL, &e, &err) != 0 && e == NULL);
 

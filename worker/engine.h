@@ -1,5 +1,6 @@
 /* worker/engine.h — the engine interface every backend implements: "cpu" (fp32, reference, in
- * worker/engine_cpu.c) now, "cuda:N" later.
+ * worker/engine_cpu.c) and "cuda" / "cuda:N" (bf16, worker/engine_cuda.c); worker/engine.c
+ * dispatches on opts->device.
  *
  * A batch is packed, without padding: the token ids of all sequences back to back, with
  * cu_seqlens giving the boundaries. wrk_engine_submit() copies what it needs and returns at
@@ -21,7 +22,8 @@ typedef struct wrk_engine wrk_engine_t;
 typedef struct wrk_result wrk_result_t;
 
 typedef struct wrk_engine_opts {
-    const char *device;       /* "cpu" (default when NULL) */
+    const char *device;       /* "cpu" (default when NULL), "cuda" (= "cuda:0"), "cuda:N", and
+                                 for cuda optionally ",graphs=lazy|all|off" (docs/engine.md) */
     int32_t threads;          /* cpu: compute threads, 0 = all cores */
     int32_t max_batch_tokens; /* largest packed batch accepted, 0 = default (16384) */
 } wrk_engine_opts_t;
@@ -52,6 +54,12 @@ const com_model_info_t *wrk_engine_model(const wrk_engine_t *e);
  * every batch in flight with wrk_result_poll. Owned by the engine (closed by destroy); for
  * zmq_poll / poll(2) in an event loop. */
 int wrk_engine_event_fd(const wrk_engine_t *e);
+
+/* 0 while the engine can run batches. Once a device error has made it unusable for good (a
+ * sticky CUDA error), COM_EINTERNAL with the first error's message: every later submit fails,
+ * and the owner should report itself unhealthy and exit so that its supervisor restarts it.
+ * The CPU backend is always healthy. Any thread. */
+int wrk_engine_health(const wrk_engine_t *e, com_error_t *err);
 
 /* Validates the batch (counts, boundaries, id ranges: COM_EINVAL with a message, nothing
  * queued) and queues it. Returns 0 with *out (caller destroys it), or an error with *out NULL. */

@@ -1,16 +1,16 @@
-/* worker/engine_cpu.c — worker/engine.h for device "cpu": the fp32 reference backend.
+/* worker/engine_cpu.c — the "cpu" backend of worker/engine.h (wrk_backend_cpu, picked by the
+ * front in worker/engine.c, which also validates batches): the fp32 reference backend.
  *
- * wrk_engine_new loads the model info and weights (worker/model_bert.c), plans one workspace
+ * create loads the model info and weights (worker/model_bert.c), plans one workspace
  * for max_batch_tokens, starts a fork-join pool (worker/thread_pool.c) for attention and the
  * element-wise ops and the GEMMs (split by rows; OpenBLAS is set to 1 thread, process-wide),
  * and starts one compute thread.
- * wrk_engine_submit validates the batch completely on the caller's thread (nothing is queued on
- * error), copies ids / type ids / boundaries into the result, and appends it to a FIFO; the
- * compute thread pops results in order, runs them (a batch over max_batch_tokens is split at
- * sequence boundaries into chunks that fit), and marks each complete under the result's own
- * mutex/condvar, then writes 1 to the engine's eventfd (wrk_engine_event_fd) so an event loop
- * can poll for completions. A finished result references nothing of the engine, so results may
- * outlive it.
+ * submit (the batch already validated by the front) copies ids / type ids / boundaries into the
+ * result, and appends it to a FIFO; the compute thread pops results in order, runs them (a batch
+ * over max_batch_tokens is split at sequence boundaries into chunks that fit), and marks each
+ * complete under the result's own mutex/condvar, then writes 1 to the engine's eventfd
+ * (wrk_engine_event_fd) so an event loop can poll for completions. A finished result references
+ * nothing of the engine, so results may outlive it.
  *
  * Invariants: the queue (head/tail/stop) is guarded by e->mu; a result is touched by the
  * compute thread only between being popped and being marked done, and by its owner otherwise
@@ -18,7 +18,7 @@
  * and exits, then everything is freed. No allocation on the compute path.
  * Threading: one submitting thread; one compute thread per engine (+ pool helpers). Note: the
  * engine sets OpenBLAS to 1 thread, which is process-wide. */
-#include "worker/engine.h"
+#include "worker/engine_backend.h"
 
 #include <cblas.h>
 #include <pthread.h>
@@ -34,23 +34,18 @@
 #include "worker/thread_pool.h"
 
 #define S_DEFAULT_MAX_TOKENS 16384
-#define S_MAX_SEQS           (1 << 24)
 
-struct wrk_result {
-    atomic_int done;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    com_error_t err; /* err.code: 0 or the batch's error */
-    int32_t n_seqs, n_tokens, dim;
+typedef struct s_result {
+    wrk_result_t base; /* n_seqs, dim, emb [n_seqs, dim], done/err */
+    int32_t n_tokens;
     bool normalize;
     int32_t *ids;   /* [n_tokens] */
     int32_t *types; /* [n_tokens] or NULL */
     int32_t *cu;    /* [n_seqs + 1] */
-    float *emb;     /* [n_seqs, dim] */
-    wrk_result_t *next;
-};
+    struct s_result *next;
+} s_result_t;
 
-struct wrk_engine {
+typedef struct s_cpu {
     com_model_info_t info;
     int32_t max_tokens, threads;
     wrk_bert_t *model;
@@ -61,51 +56,42 @@ struct wrk_engine {
     bool thread_started;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    wrk_result_t *head, *tail;
+    s_result_t *head, *tail;
     bool stop;
     int event_fd; /* eventfd, written after each completed batch; -1 until created */
-};
+} s_cpu_t;
 
-static void s_result_free(wrk_result_t *r) {
-    if (!r)
-        return;
-    pthread_cond_destroy(&r->cv);
-    pthread_mutex_destroy(&r->mu);
+static void s_result_release(wrk_result_t *base) {
+    s_result_t *r = (s_result_t *)base;
     free(r->ids);
     free(r->types);
     free(r->cu);
-    free(r->emb);
+    wrk_result_fini(&r->base);
     free(r);
 }
 
-static void s_complete(wrk_result_t *r) {
-    pthread_mutex_lock(&r->mu);
-    atomic_store(&r->done, 1);
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-}
-
 /* Runs one queued batch, in chunks of at most max_tokens tokens at sequence boundaries. */
-static void s_run_batch(wrk_engine_t *e, wrk_result_t *r) {
+static void s_run_batch(s_cpu_t *e, s_result_t *r) {
     int32_t s0 = 0;
-    while (s0 < r->n_seqs) {
+    const int32_t n_seqs = r->base.n_seqs, dim = r->base.dim;
+    while (s0 < n_seqs) {
         const int32_t base = r->cu[s0];
         int32_t s1 = s0;
-        while (s1 < r->n_seqs && r->cu[s1 + 1] - base <= e->max_tokens)
+        while (s1 < n_seqs && r->cu[s1 + 1] - base <= e->max_tokens)
             s1++;
         /* submit guarantees every sequence fits, so s1 > s0 */
         const int32_t *cu = r->cu + s0;
-        if (base != 0 || s1 != r->n_seqs) {
+        if (base != 0 || s1 != n_seqs) {
             for (int32_t i = 0; i <= s1 - s0; i++)
                 e->chunk_cu[i] = r->cu[s0 + i] - base;
             cu = e->chunk_cu;
         }
         int rc = wrk_bert_forward(e->model, e->ws, e->pool, r->ids + base,
                                   r->types ? r->types + base : NULL, cu, s1 - s0, r->cu[s1] - base,
-                                  r->dim, r->normalize, r->emb + (size_t)s0 * r->dim, &r->err);
+                                  dim, r->normalize, r->base.emb + (size_t)s0 * dim, &r->base.err);
         if (rc != 0) {
-            if (r->err.code == 0)
-                com_error_set(&r->err, rc, "forward failed");
+            if (r->base.err.code == 0)
+                com_error_set(&r->base.err, rc, "forward failed");
             return;
         }
         s0 = s1;
@@ -113,12 +99,12 @@ static void s_run_batch(wrk_engine_t *e, wrk_result_t *r) {
 }
 
 static void *s_compute_main(void *arg) {
-    wrk_engine_t *e = arg;
+    s_cpu_t *e = arg;
     for (;;) {
         pthread_mutex_lock(&e->mu);
         while (!e->head && !e->stop)
             pthread_cond_wait(&e->cv, &e->mu);
-        wrk_result_t *r = e->head;
+        s_result_t *r = e->head;
         if (!r) { /* stop and drained */
             pthread_mutex_unlock(&e->mu);
             break;
@@ -129,7 +115,7 @@ static void *s_compute_main(void *arg) {
         pthread_mutex_unlock(&e->mu);
         r->next = NULL;
         s_run_batch(e, r);
-        s_complete(r);
+        wrk_result_complete(&r->base);
         const uint64_t one = 1;
         if (write(e->event_fd, &one, sizeof one) < 0) {
             /* EAGAIN: the counter is saturated, a wake-up is already pending */
@@ -138,14 +124,14 @@ static void *s_compute_main(void *arg) {
     return NULL;
 }
 
-int wrk_engine_new(const char *model_dir, const wrk_engine_opts_t *opts, wrk_engine_t **out,
-                   com_error_t *err) {
+static void s_destroy(void *impl);
+
+static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_t device,
+                    void **out, const com_model_info_t **info_out, int32_t *max_tokens_out,
+                    com_error_t *err) {
+    (void)device;
     *out = NULL;
     int rc;
-    const char *device = opts && opts->device ? opts->device : "cpu";
-    if (strcmp(device, "cpu") != 0)
-        return com_error_set(err, COM_EUNSUPPORTED, "engine: device \"%s\" not supported (cpu)",
-                             device);
     int32_t threads = opts ? opts->threads : 0;
     int32_t max_tokens = opts ? opts->max_batch_tokens : 0;
     if (threads < 0 || threads > 1024 || max_tokens < 0)
@@ -158,7 +144,7 @@ int wrk_engine_new(const char *model_dir, const wrk_engine_opts_t *opts, wrk_eng
     if (max_tokens == 0)
         max_tokens = S_DEFAULT_MAX_TOKENS;
 
-    wrk_engine_t *e = calloc(1, sizeof *e);
+    s_cpu_t *e = calloc(1, sizeof *e);
     if (!e)
         return com_error_set(err, COM_ENOMEM, "engine: out of memory");
     pthread_mutex_init(&e->mu, NULL);
@@ -196,16 +182,18 @@ int wrk_engine_new(const char *model_dir, const wrk_engine_opts_t *opts, wrk_eng
              model_dir, e->info.architecture, (int)e->info.num_layers, (int)e->info.hidden_size,
              (int)threads, (int)max_tokens);
     *out = e;
+    *info_out = &e->info;
+    *max_tokens_out = max_tokens;
     return 0;
 err:
-    wrk_engine_destroy(&e);
+    s_destroy(e);
     return rc;
 }
 
-void wrk_engine_destroy(wrk_engine_t **self_p) {
-    if (!self_p || !*self_p)
+static void s_destroy(void *impl) {
+    s_cpu_t *e = impl;
+    if (!e)
         return;
-    wrk_engine_t *e = *self_p;
     if (e->thread_started) {
         pthread_mutex_lock(&e->mu);
         e->stop = true;
@@ -222,84 +210,31 @@ void wrk_engine_destroy(wrk_engine_t **self_p) {
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e);
-    *self_p = NULL;
 }
 
-const com_model_info_t *wrk_engine_model(const wrk_engine_t *e) {
-    return &e->info;
+static int s_event_fd(const void *impl) {
+    return ((const s_cpu_t *)impl)->event_fd;
 }
 
-int wrk_engine_event_fd(const wrk_engine_t *e) {
-    return e->event_fd;
-}
-
-static int s_validate(const wrk_engine_t *e, const wrk_batch_t *b, com_error_t *err) {
-    const com_model_info_t *in = &e->info;
-    if (!b || !b->token_ids || !b->cu_seqlens)
-        return com_error_set(err, COM_EINVAL, "batch: missing token_ids or cu_seqlens");
-    if (b->n_seqs < 1 || b->n_seqs > S_MAX_SEQS)
-        return com_error_set(err, COM_EINVAL, "batch: n_seqs %d (want 1..%d)", (int)b->n_seqs,
-                             S_MAX_SEQS);
-    if (b->n_tokens < 1)
-        return com_error_set(err, COM_EINVAL, "batch: n_tokens %d", (int)b->n_tokens);
-    if (b->cu_seqlens[0] != 0)
-        return com_error_set(err, COM_EINVAL, "batch: cu_seqlens[0] = %d, want 0",
-                             (int)b->cu_seqlens[0]);
-    for (int32_t s = 0; s < b->n_seqs; s++) {
-        int64_t len = (int64_t)b->cu_seqlens[s + 1] - b->cu_seqlens[s];
-        if (len < 1 || len > in->max_position_embeddings)
-            return com_error_set(err, COM_EINVAL,
-                                 "batch: sequence %d has %lld tokens (want 1..%d, the model's "
-                                 "max_position_embeddings)",
-                                 (int)s, (long long)len, (int)in->max_position_embeddings);
-        if (len > e->max_tokens)
-            return com_error_set(err, COM_EINVAL,
-                                 "batch: sequence %d has %lld tokens, over max_batch_tokens %d",
-                                 (int)s, (long long)len, (int)e->max_tokens);
-    }
-    if (b->cu_seqlens[b->n_seqs] != b->n_tokens)
-        return com_error_set(err, COM_EINVAL, "batch: n_tokens %d != cu_seqlens[n_seqs] %d",
-                             (int)b->n_tokens, (int)b->cu_seqlens[b->n_seqs]);
-    for (int32_t t = 0; t < b->n_tokens; t++) {
-        if (b->token_ids[t] < 0 || b->token_ids[t] >= in->vocab_size)
-            return com_error_set(err, COM_EINVAL, "batch: token %d has id %d (vocab %d)", (int)t,
-                                 (int)b->token_ids[t], (int)in->vocab_size);
-        if (b->type_ids && (b->type_ids[t] < 0 || b->type_ids[t] >= in->type_vocab_size))
-            return com_error_set(err, COM_EINVAL, "batch: token %d has type id %d (types %d)",
-                                 (int)t, (int)b->type_ids[t], (int)in->type_vocab_size);
-    }
-    if (b->out_dim < 0 || b->out_dim > in->embedding_dim)
-        return com_error_set(err, COM_EINVAL, "batch: out_dim %d (want 0..%d)", (int)b->out_dim,
-                             (int)in->embedding_dim);
-    if (b->normalize < -1 || b->normalize > 1)
-        return com_error_set(err, COM_EINVAL, "batch: normalize %d (want -1, 0 or 1)",
-                             (int)b->normalize);
-    return 0;
-}
-
-int wrk_engine_submit(wrk_engine_t *e, const wrk_batch_t *batch, wrk_result_t **out,
-                      com_error_t *err) {
+static int s_submit(void *impl, const wrk_batch_t *batch, int32_t dim, bool normalize,
+                    wrk_result_t **out, com_error_t *err) {
+    s_cpu_t *e = impl;
     *out = NULL;
-    int rc = s_validate(e, batch, err);
-    if (rc != 0)
-        return rc;
-    wrk_result_t *r = calloc(1, sizeof *r);
+    s_result_t *r = calloc(1, sizeof *r);
     if (!r)
         return com_error_set(err, COM_ENOMEM, "submit: out of memory");
-    pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
-    atomic_init(&r->done, 0);
-    r->n_seqs = batch->n_seqs;
+    if (wrk_result_init(&r->base, batch->n_seqs, dim, s_result_release, err) != 0) {
+        free(r);
+        return COM_ENOMEM;
+    }
     r->n_tokens = batch->n_tokens;
-    r->dim = batch->out_dim ? batch->out_dim : e->info.embedding_dim;
-    r->normalize = batch->normalize < 0 ? e->info.normalize : batch->normalize == 1;
+    r->normalize = normalize;
     const size_t nt = (size_t)batch->n_tokens, ns = (size_t)batch->n_seqs;
     r->ids = malloc(nt * sizeof *r->ids);
     r->cu = malloc((ns + 1) * sizeof *r->cu);
-    r->emb = malloc(ns * (size_t)r->dim * sizeof *r->emb);
     r->types = batch->type_ids ? malloc(nt * sizeof *r->types) : NULL;
-    if (!r->ids || !r->cu || !r->emb || (batch->type_ids && !r->types)) {
-        s_result_free(r);
+    if (!r->ids || !r->cu || (batch->type_ids && !r->types)) {
+        s_result_release(&r->base);
         return com_error_set(err, COM_ENOMEM, "submit: out of memory (%zu tokens)", nt);
     }
     memcpy(r->ids, batch->token_ids, nt * sizeof *r->ids);
@@ -314,41 +249,13 @@ int wrk_engine_submit(wrk_engine_t *e, const wrk_batch_t *batch, wrk_result_t **
     e->tail = r;
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
-    *out = r;
+    *out = &r->base;
     return 0;
 }
 
-int wrk_result_poll(const wrk_result_t *r) {
-    return atomic_load(&((wrk_result_t *)r)->done) ? 1 : 0;
-}
-
-int wrk_result_wait(wrk_result_t *r, com_error_t *err) {
-    pthread_mutex_lock(&r->mu);
-    while (!atomic_load(&r->done))
-        pthread_cond_wait(&r->cv, &r->mu);
-    pthread_mutex_unlock(&r->mu);
-    if (r->err.code != 0) {
-        if (err)
-            *err = r->err;
-        return r->err.code;
-    }
-    return 0;
-}
-
-const float *wrk_result_embeddings(const wrk_result_t *r, int32_t *n_seqs, int32_t *dim) {
-    bool ok = atomic_load(&((wrk_result_t *)r)->done) && r->err.code == 0;
-    if (n_seqs)
-        *n_seqs = ok ? r->n_seqs : 0;
-    if (dim)
-        *dim = ok ? r->dim : 0;
-    return ok ? r->emb : NULL;
-}
-
-void wrk_result_destroy(wrk_result_t **self_p) {
-    if (!self_p || !*self_p)
-        return;
-    wrk_result_t *r = *self_p;
-    wrk_result_wait(r, NULL);
-    s_result_free(r);
-    *self_p = NULL;
-}
+const wrk_backend_t wrk_backend_cpu = {.name = "cpu",
+                                       .create = s_create,
+                                       .destroy = s_destroy,
+                                       .event_fd = s_event_fd,
+                                       .health = NULL,
+                                       .submit = s_submit};

@@ -32,7 +32,15 @@
 #include "worker/worker_link.h"
 #include "worker/worker_sched.h"
 
-enum { S_EXIT_OK = 0, S_EXIT_FAIL = 1, S_EXIT_USAGE = 2, S_EXIT_UNSUPPORTED = 4 };
+/* Exit codes (docs/worker.md). S_EXIT_ENGINE: the device failed for good (a sticky CUDA error);
+ * the worker reported itself unhealthy and exits for its supervisor to restart it. */
+enum {
+    S_EXIT_OK = 0,
+    S_EXIT_FAIL = 1,
+    S_EXIT_USAGE = 2,
+    S_EXIT_ENGINE = 3,
+    S_EXIT_UNSUPPORTED = 4
+};
 
 #define S_MAX_BROKERS       64
 #define S_RECV_BATCH        64 /* messages read from one link per wake-up (fairness) */
@@ -70,6 +78,7 @@ typedef struct s_worker {
     uint64_t disc_gen;
     com_worker_record_t rec;
     bool draining;
+    bool unhealthy; /* the engine failed for good; exiting */
     uint64_t over_credit; /* chunks refused OVERLOADED: a broker over its credits */
     uint64_t refused_draining;
     uint64_t signals;
@@ -121,7 +130,8 @@ static void s_usage(FILE *f) {
                "  --broker          broker backend endpoint (repeatable); without it, --redis is\n"
                "                    required and brokers are discovered from Redis\n"
                "  --model           model directory (config.json, model.safetensors, ...)\n"
-               "  --device          cpu (cuda:N is not available in this build)\n"
+               "  --device          cpu, or cuda:N (GPU N; add ,graphs=lazy|all|off for the\n"
+               "                    CUDA graph mode, default lazy)\n"
                "  --redis           register in Redis (and discover brokers without --broker)\n"
                "  --model-name      name announced to brokers (default: the directory's name)\n"
                "  --max-batch-tokens  token budget per batch (default 8192)\n"
@@ -277,21 +287,18 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
     return 0;
 }
 
-/* Checks --device. Returns 0 for cpu, or an exit code with the message printed. */
+/* Checks the form of --device ("cpu", or "cuda:N" with optional engine options after a comma,
+ * e.g. "cuda:0,graphs=all"); whether the device exists is the engine's to say. Returns 0, or
+ * S_EXIT_USAGE with the message printed. */
 static int s_check_device(const char *dev) {
     if (strcmp(dev, "cpu") == 0)
         return 0;
-    if (strncmp(dev, "cuda:", 5) == 0 && dev[5]) {
+    if (strncmp(dev, "cuda:", 5) == 0 && dev[5] >= '0' && dev[5] <= '9') {
         const char *p = dev + 5;
         while (*p >= '0' && *p <= '9')
             p++;
-        if (!*p) {
-            fprintf(stderr,
-                    "ember-worker: --device %s: the CUDA engine is not available in this build "
-                    "(only \"cpu\" is); exiting\n",
-                    dev);
-            return S_EXIT_UNSUPPORTED;
-        }
+        if (!*p || *p == ',')
+            return 0;
     }
     fprintf(stderr, "ember-worker: --device \"%s\": want cpu or cuda:N\n", dev);
     return S_EXIT_USAGE;
@@ -383,7 +390,8 @@ static void s_record_update(s_worker_t *w) {
     w->rec.batches_done = (int64_t)st.batches_done;
     w->rec.chunks_done = (int64_t)st.chunks_done;
     w->rec.tokens_done = (int64_t)st.tokens_done;
-    snprintf(w->rec.state, sizeof w->rec.state, "%s", w->draining ? "draining" : "ready");
+    snprintf(w->rec.state, sizeof w->rec.state, "%s",
+             w->unhealthy ? "unhealthy" : (w->draining ? "draining" : "ready"));
     wrk_links_endpoints(w->links, w->rec.brokers, sizeof w->rec.brokers);
     if (w->agent)
         com_registry_agent_update_worker(w->agent, &w->rec);
@@ -514,6 +522,15 @@ static int s_loop(s_worker_t *w) {
         }
         const bool engine_ready = rc > 0 && (items[engine_item].revents & ZMQ_POLLIN);
         wrk_sched_pump(w->sched, engine_ready, com_clock_mono_us());
+        com_error_t herr = {0};
+        if (engine_ready && wrk_engine_health(w->engine, &herr) != 0) {
+            /* Brokers re-dispatch what this worker held as soon as it disconnects. */
+            COM_ERROR("%s; reporting unhealthy and exiting", herr.msg);
+            w->unhealthy = true;
+            s_record_update(w);
+            wrk_links_disconnect_all(w->links, "engine failed");
+            return S_EXIT_ENGINE;
+        }
     }
 }
 
@@ -625,10 +642,10 @@ out:;
     int linger = w.a.heartbeat_ms < 100 ? 100 : w.a.heartbeat_ms;
     if (linger > S_LINGER_MAX_MS)
         linger = S_LINGER_MAX_MS;
-    wrk_links_destroy(&w.links, code == 0 ? linger : 0);
+    wrk_links_destroy(&w.links, code == 0 || code == S_EXIT_ENGINE ? linger : 0);
     if (w.zctx)
         zmq_ctx_term(w.zctx);
-    com_registry_agent_stop(&w.agent, true);
+    com_registry_agent_stop(&w.agent, code != S_EXIT_ENGINE); /* keep "unhealthy" visible */
     wrk_discovery_stop(&w.disc);
     s_print_counters(&w, &lst, n_links, started_us);
     wrk_sched_destroy(&w.sched);

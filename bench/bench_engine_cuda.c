@@ -1,0 +1,266 @@
+/* bench/bench_engine_cuda.c — the CUDA engine end to end (token ids in host memory to pooled
+ * embeddings in host memory, through worker/engine.h), and the dump tool the GPU correctness
+ * check uses. Built by bench/CMakeLists.txt's glob; without CUDA in the build it says so.
+ *
+ *   bench_engine_cuda bench MODEL_DIR NAME OUT.json [REPS]
+ *     start-up (engine_new with lazy graphs, and with every bucket captured at start: graphs,
+ *     capture ms); batch 1 x 128 tokens (latency, median / p99 of REPS after warm-up);
+ *     100 texts of 32..512 tokens (seeded lengths, one ragged batch split by the engine at
+ *     max_batch_tokens, and 4 batches of 25 pipelined): tokens/s; latency vs token count
+ *     (128..8192, sequences of <= 512); prints a table, writes JSON.
+ *   bench_engine_cuda dump MODEL_DIR DEVICE IN.bin OUT.bin
+ *     runs the batches of IN.bin (int32 n_batches; per batch n_seqs, n_tokens, cu[n_seqs+1],
+ *     ids[n_tokens]) through DEVICE ("cpu" or "cuda:0") with normalize 0 (raw pooled), writes
+ *     OUT.bin (int32 n_rows, dim; then n_rows x dim fp32). Used by bench/gpu/check_engine.py.
+ * Runs on the calling thread (one submitter); the engine's own threads do the rest. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/prng.h"
+#include "worker/engine.h"
+#ifdef EMBER_HAVE_CUDA
+#include "worker/engine_cuda.h"
+#endif
+
+static int s_dump(const char *dir, const char *device, const char *in_path, const char *out_path) {
+    FILE *f = fopen(in_path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot open %s\n", in_path);
+        return 1;
+    }
+    wrk_engine_opts_t o = {device, 0, 0};
+    wrk_engine_t *e = NULL;
+    com_error_t err = {0};
+    if (wrk_engine_new(dir, &o, &e, &err) != 0) {
+        fprintf(stderr, "engine %s: %s\n", device, err.msg);
+        fclose(f);
+        return 1;
+    }
+    const int32_t dim = wrk_engine_model(e)->embedding_dim;
+    int32_t nb = 0;
+    if (fread(&nb, 4, 1, f) != 1)
+        nb = -1;
+    FILE *out = fopen(out_path, "wb");
+    int32_t rows = 0;
+    int rc = out && nb >= 0 ? 0 : 1;
+    if (out) {
+        fwrite(&rows, 4, 1, out);
+        fwrite(&dim, 4, 1, out);
+    }
+    for (int32_t b = 0; b < nb && rc == 0; b++) {
+        int32_t hdr[2];
+        if (fread(hdr, 4, 2, f) != 2) {
+            rc = 1;
+            break;
+        }
+        int32_t *cu = malloc(((size_t)hdr[0] + 1) * 4), *ids = malloc((size_t)hdr[1] * 4);
+        if (fread(cu, 4, (size_t)hdr[0] + 1, f) != (size_t)hdr[0] + 1 ||
+            fread(ids, 4, (size_t)hdr[1], f) != (size_t)hdr[1]) {
+            rc = 1;
+        } else {
+            wrk_batch_t batch = {hdr[0], hdr[1], ids, NULL, cu, 0, 0};
+            wrk_result_t *r = NULL;
+            if (wrk_engine_submit(e, &batch, &r, &err) != 0 || wrk_result_wait(r, &err) != 0) {
+                fprintf(stderr, "batch %d: %s\n", (int)b, err.msg);
+                rc = 1;
+            } else {
+                int32_t n = 0, d = 0;
+                const float *emb = wrk_result_embeddings(r, &n, &d);
+                fwrite(emb, sizeof *emb, (size_t)n * (size_t)d, out);
+                rows += n;
+            }
+            wrk_result_destroy(&r);
+        }
+        free(cu), free(ids);
+    }
+    if (out) {
+        fseek(out, 0, SEEK_SET);
+        fwrite(&rows, 4, 1, out);
+        fclose(out);
+    }
+    fclose(f);
+    wrk_engine_destroy(&e);
+    printf("dump %s: %d embeddings of %d dims -> %s\n", device, (int)rows, (int)dim, out_path);
+    return rc;
+}
+
+#ifdef EMBER_HAVE_CUDA
+static double s_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+static int s_cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* median and p99 of v[n] (sorted in place) */
+static void s_stats(double *v, int n, double *med, double *p99) {
+    qsort(v, (size_t)n, sizeof *v, s_cmp_d);
+    *med = v[n / 2];
+    *p99 = v[(int)((n - 1) * 0.99)];
+}
+
+typedef struct work {
+    int32_t n_seqs, n_tokens;
+    int32_t *ids, *cu;
+} work_t;
+
+/* n sequences with lengths from lens (or all len) */
+static work_t s_work(const int32_t *lens, int32_t n, int32_t len, int32_t vocab, com_prng_t *rng) {
+    work_t w = {n, 0, NULL, malloc(((size_t)n + 1) * 4)};
+    w.cu[0] = 0;
+    for (int32_t s = 0; s < n; s++)
+        w.cu[s + 1] = w.cu[s] + (lens ? lens[s] : len);
+    w.n_tokens = w.cu[n];
+    w.ids = malloc((size_t)w.n_tokens * 4);
+    for (int32_t t = 0; t < w.n_tokens; t++)
+        w.ids[t] = 1000 + (int32_t)com_prng_below(rng, (uint64_t)(vocab - 1000));
+    return w;
+}
+
+/* submit k batches (slices of w, consecutive sequences) back to back, wait for all: ms */
+static double s_run(wrk_engine_t *e, const work_t *w, int32_t k) {
+    wrk_result_t *r[64];
+    com_error_t err = {0};
+    const double t0 = s_now_ms();
+    for (int32_t i = 0; i < k; i++) {
+        const int32_t s0 = w->n_seqs * i / k, s1 = w->n_seqs * (i + 1) / k;
+        int32_t *cu = w->cu + s0; /* cu[0] != 0 for slices: rebase into a copy */
+        int32_t local[1025];
+        for (int32_t s = 0; s <= s1 - s0; s++)
+            local[s] = cu[s] - cu[0];
+        wrk_batch_t b = {s1 - s0, local[s1 - s0], w->ids + cu[0], NULL, local, 0, -1};
+        if (wrk_engine_submit(e, &b, &r[i], &err) != 0) {
+            fprintf(stderr, "submit: %s\n", err.msg);
+            exit(1);
+        }
+    }
+    for (int32_t i = 0; i < k; i++) {
+        if (wrk_result_wait(r[i], &err) != 0) {
+            fprintf(stderr, "batch: %s\n", err.msg);
+            exit(1);
+        }
+        wrk_result_destroy(&r[i]);
+    }
+    return s_now_ms() - t0;
+}
+
+static void s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps, double *med,
+                   double *p99) {
+    double *v = malloc((size_t)reps * sizeof *v);
+    for (int i = 0; i < 3; i++)
+        s_run(e, w, k); /* warm-up: eager, capture, replay */
+    for (int i = 0; i < reps; i++)
+        v[i] = s_run(e, w, k);
+    s_stats(v, reps, med, p99);
+    free(v);
+}
+
+static int s_bench(const char *dir, const char *name, const char *json_path, int reps) {
+    com_error_t err = {0};
+    wrk_engine_t *e = NULL;
+    wrk_engine_opts_t o1 = {"cuda:0,graphs=all", 0, 0};
+    double t0 = s_now_ms();
+    if (wrk_engine_new(dir, &o1, &e, &err) != 0) {
+        fprintf(stderr, "engine: %s\n", err.msg);
+        return 1;
+    }
+    const double start_all_ms = s_now_ms() - t0;
+    wrk_cuda_stats_t st_all;
+    wrk_engine_cuda_stats(e, &st_all, &err);
+    wrk_engine_destroy(&e);
+    wrk_engine_opts_t o = {"cuda:0", 0, 0};
+    t0 = s_now_ms();
+    if (wrk_engine_new(dir, &o, &e, &err) != 0) {
+        fprintf(stderr, "engine: %s\n", err.msg);
+        return 1;
+    }
+    const double start_lazy_ms = s_now_ms() - t0;
+    const com_model_info_t *in = wrk_engine_model(e);
+    com_prng_t rng;
+    com_prng_seed(&rng, 42);
+    double b1_med, b1_p99;
+    work_t one = s_work(NULL, 1, 128, in->vocab_size, &rng);
+    s_time(e, &one, 1, reps, &b1_med, &b1_p99);
+    int32_t lens[100];
+    for (int i = 0; i < 100; i++)
+        lens[i] = 32 + (int32_t)com_prng_below(&rng, 481);
+    work_t rag = s_work(lens, 100, 0, in->vocab_size, &rng);
+    double r1_med, r1_p99, r4_med, r4_p99;
+    s_time(e, &rag, 1, reps / 10 + 5, &r1_med, &r1_p99);
+    s_time(e, &rag, 4, reps / 10 + 5, &r4_med, &r4_p99);
+    static const int32_t counts[] = {128, 256, 512, 1024, 2048, 4096, 8192};
+    double lat[7], lat99[7];
+    for (int i = 0; i < 7; i++) {
+        const int32_t n = counts[i] <= 512 ? 1 : counts[i] / 512;
+        work_t w = s_work(NULL, n, counts[i] <= 512 ? counts[i] : 512, in->vocab_size, &rng);
+        s_time(e, &w, 1, reps / 4 + 5, &lat[i], &lat99[i]);
+        free(w.ids), free(w.cu);
+    }
+    wrk_cuda_stats_t st;
+    wrk_engine_cuda_stats(e, &st, &err);
+    printf("\n== ember cuda engine: %s (%s) ==\n", name, dir);
+    printf("%-44s %10s %10s %14s\n", "case", "median ms", "p99 ms", "tokens/s");
+    printf("%-44s %10.4f %10.4f %14.0f\n", "batch 1 x 128 tokens", b1_med, b1_p99,
+           128.0 / (b1_med * 1e-3));
+    printf("%-44s %10.3f %10.3f %14.0f\n", "100 texts 32-512 tok, one batch", r1_med, r1_p99,
+           rag.n_tokens / (r1_med * 1e-3));
+    printf("%-44s %10.3f %10.3f %14.0f\n", "100 texts 32-512 tok, 4 batches pipelined", r4_med,
+           r4_p99, rag.n_tokens / (r4_med * 1e-3));
+    for (int i = 0; i < 7; i++) {
+        char c[64];
+        snprintf(c, sizeof c, "latency %d tokens", (int)counts[i]);
+        printf("%-44s %10.4f %10.4f %14.0f\n", c, lat[i], lat99[i], counts[i] / (lat[i] * 1e-3));
+    }
+    printf("start-up: lazy %.0f ms; all %d buckets captured at start %.0f ms (capture %.1f ms); "
+           "lazy run captured %d graphs (%.1f ms); device memory %.1f MiB, pinned %.1f MiB\n",
+           start_lazy_ms, (int)st_all.n_graphs, start_all_ms, st_all.capture_ms, (int)st.n_graphs,
+           st.capture_ms, (double)st.device_bytes / (1 << 20), (double)st.pinned_bytes / (1 << 20));
+    FILE *j = fopen(json_path, "w");
+    if (j) {
+        fprintf(j,
+                "{\"system\": \"ember-cuda\", \"model\": \"%s\", \"dir\": \"%s\", "
+                "\"batch1_128\": {\"median_ms\": %.5f, \"p99_ms\": %.5f},\n"
+                " \"ragged100\": {\"tokens\": %d, \"one_batch\": {\"median_ms\": %.4f, \"p99_ms\": "
+                "%.4f, \"tokens_per_s\": %.0f}, \"four_batches\": {\"median_ms\": %.4f, "
+                "\"p99_ms\": %.4f, \"tokens_per_s\": %.0f}},\n \"latency_vs_tokens\": [",
+                name, dir, b1_med, b1_p99, (int)rag.n_tokens, r1_med, r1_p99,
+                rag.n_tokens / (r1_med * 1e-3), r4_med, r4_p99, rag.n_tokens / (r4_med * 1e-3));
+        for (int i = 0; i < 7; i++)
+            fprintf(j, "%s{\"tokens\": %d, \"median_ms\": %.5f, \"p99_ms\": %.5f}", i ? ", " : "",
+                    (int)counts[i], lat[i], lat99[i]);
+        fprintf(j,
+                "],\n \"startup\": {\"lazy_ms\": %.1f, \"capture_all_ms\": %.1f, "
+                "\"buckets\": %d, \"graphs_captured_all\": %d, \"capture_all_graph_ms\": %.2f, "
+                "\"graphs_lazy_run\": %d, \"capture_lazy_ms\": %.2f},\n \"device_bytes\": %zu, "
+                "\"pinned_bytes\": %zu, \"reps\": %d}\n",
+                start_lazy_ms, start_all_ms, (int)st_all.n_buckets, (int)st_all.n_graphs,
+                st_all.capture_ms, (int)st.n_graphs, st.capture_ms, st.device_bytes,
+                st.pinned_bytes, reps);
+        fclose(j);
+    }
+    free(one.ids), free(one.cu), free(rag.ids), free(rag.cu);
+    wrk_engine_destroy(&e);
+    return 0;
+}
+#endif
+
+int main(int argc, char **argv) {
+    if (argc >= 6 && strcmp(argv[1], "dump") == 0)
+        return s_dump(argv[2], argv[3], argv[4], argv[5]);
+#ifdef EMBER_HAVE_CUDA
+    if (argc >= 5 && strcmp(argv[1], "bench") == 0)
+        return s_bench(argv[2], argv[3], argv[4], argc > 5 ? atoi(argv[5]) : 200);
+#endif
+    fprintf(stderr,
+            "usage: %s bench MODEL_DIR NAME OUT.json [REPS]   (CUDA builds)\n"
+            "       %s dump MODEL_DIR DEVICE IN.bin OUT.bin\n",
+            argv[0], argv[0]);
+    return 2;
+}

@@ -1,0 +1,205 @@
+/* bench/bench_kernels_cuda.c — times each production CUDA kernel (linked from
+ * ember_kernels_cuda, never a copy) at the shapes the engine runs: all-MiniLM-L6-v2 (hidden 384,
+ * 12 heads x 32, intermediate 1536) and BERT-base (768, 12 x 64, 3072), buckets of 128 and 4096
+ * tokens (4096 = 8 sequences of 512). CUDA events around REPS launches of one kernel, median of
+ * 15 such samples, on seeded random data; prints a table (us per launch, and GB/s or TFLOP/s)
+ * and writes JSON. Usage: bench_kernels_cuda OUT.json [REPS]. One stream, one thread. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef EMBER_HAVE_CUDA
+#include "common/prng.h"
+#include "kernels/add_layernorm.h"
+#include "kernels/attention.h"
+#include "kernels/bias_gelu.h"
+#include "kernels/embed_layernorm.h"
+#include "kernels/kern_cuda.h"
+#include "kernels/linear.h"
+#include "kernels/pool.h"
+
+typedef struct row {
+    char name[64];
+    double us, rate; /* rate: GB/s or TFLOP/s */
+    const char *unit;
+} row_t;
+
+static int s_cmp(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
+    uint16_t *h = malloc(n_bf16 * 2);
+    for (size_t i = 0; i < n_bf16; i++)
+        h[i] = kern_bf16_from_f32(com_prng_uniform(rng, -1, 1));
+    void *d = NULL;
+    KERN_CUDA_FATAL(cudaMalloc(&d, n_bf16 * 2 + 16));
+    KERN_CUDA_FATAL(cudaMemcpy(d, h, n_bf16 * 2, cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+#define S_TIME(label, work, unit_, launch)                                                         \
+    do {                                                                                           \
+        float ms[15];                                                                              \
+        for (int w = 0; w < 3; w++) {                                                              \
+            launch;                                                                                \
+        }                                                                                          \
+        for (int sm = 0; sm < 15; sm++) {                                                          \
+            KERN_CUDA_FATAL(cudaEventRecord(e0, st));                                              \
+            for (int r = 0; r < reps; r++) {                                                       \
+                launch;                                                                            \
+            }                                                                                      \
+            KERN_CUDA_FATAL(cudaEventRecord(e1, st));                                              \
+            KERN_CUDA_FATAL(cudaEventSynchronize(e1));                                             \
+            KERN_CUDA_FATAL(cudaEventElapsedTime(&ms[sm], e0, e1));                                \
+        }                                                                                          \
+        qsort(ms, 15, sizeof *ms, s_cmp);                                                          \
+        row_t *rw = &rows[n_rows++];                                                               \
+        snprintf(rw->name, sizeof rw->name, "%s", label);                                          \
+        rw->us = 1e3 * ms[7] / reps;                                                               \
+        rw->rate = (work) / (rw->us * 1e-6) / 1e9;                                                 \
+        rw->unit = unit_;                                                                          \
+    } while (0)
+
+#define S_OK(call)                                                                                 \
+    do {                                                                                           \
+        com_error_t e_ = {0};                                                                      \
+        if ((call) != 0) {                                                                         \
+            fprintf(stderr, "FATAL: %s: %s\n", #call, e_.msg);                                     \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+int main(int argc, char **argv) {
+    int n_dev = 0;
+    if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev < 1) {
+        printf("SKIPPED: no CUDA device\n");
+        return 77;
+    }
+    const char *json = argc > 1 ? argv[1] : "bench-kernels-cuda.json";
+    const int reps = argc > 2 ? atoi(argv[2]) : 50;
+    com_prng_t rng;
+    com_prng_seed(&rng, 3);
+    cudaStream_t st;
+    cudaEvent_t e0, e1;
+    KERN_CUDA_FATAL(cudaStreamCreate(&st));
+    KERN_CUDA_FATAL(cudaEventCreate(&e0));
+    KERN_CUDA_FATAL(cudaEventCreate(&e1));
+    cublasLtHandle_t lt;
+    KERN_CUBLAS_FATAL(cublasLtCreate(&lt));
+    const size_t ws_bytes = (size_t)32 << 20;
+    void *ws = NULL;
+    KERN_CUDA_FATAL(cudaMalloc(&ws, ws_bytes));
+    row_t rows[128];
+    int n_rows = 0;
+    static const int32_t shapes[2][4] = {{384, 12, 32, 1536}, {768, 12, 64, 3072}};
+    static const char *names[2] = {"minilm", "bert-base"};
+    static const int32_t Ts[2] = {128, 4096};
+    for (int m = 0; m < 2; m++)
+        for (int ti = 0; ti < 2; ti++) {
+            const int32_t H = shapes[m][0], nh = shapes[m][1], hd = shapes[m][2], I = shapes[m][3];
+            const int32_t T = Ts[ti], n_seqs = T <= 512 ? 1 : T / 512;
+            int32_t *cu = malloc(((size_t)n_seqs + 1) * 4), *ts = malloc((size_t)T * 4);
+            int32_t *ids = malloc((size_t)T * 4);
+            for (int32_t s = 0; s <= n_seqs; s++)
+                cu[s] = s * (T / n_seqs);
+            for (int32_t t = 0; t < T; t++)
+                ts[t] = t / (T / n_seqs), ids[t] = (int32_t)com_prng_below(&rng, 30000);
+            int32_t *d_cu, *d_ts, *d_ids, *d_n, *d_ns, *d_dim, *d_norm;
+            const int32_t one = 1;
+            KERN_CUDA_FATAL(cudaMalloc((void **)&d_cu, ((size_t)n_seqs + 1) * 4));
+            KERN_CUDA_FATAL(cudaMalloc((void **)&d_ts, (size_t)T * 4));
+            KERN_CUDA_FATAL(cudaMalloc((void **)&d_ids, (size_t)T * 4));
+            KERN_CUDA_FATAL(cudaMalloc((void **)&d_n, 16));
+            KERN_CUDA_FATAL(cudaMalloc((void **)&d_ns, 16));
+            KERN_CUDA_FATAL(cudaMalloc((void **)&d_dim, 16));
+            KERN_CUDA_FATAL(cudaMalloc((void **)&d_norm, 16));
+            KERN_CUDA_FATAL(cudaMemcpy(d_cu, cu, ((size_t)n_seqs + 1) * 4, cudaMemcpyHostToDevice));
+            KERN_CUDA_FATAL(cudaMemcpy(d_ts, ts, (size_t)T * 4, cudaMemcpyHostToDevice));
+            KERN_CUDA_FATAL(cudaMemcpy(d_ids, ids, (size_t)T * 4, cudaMemcpyHostToDevice));
+            KERN_CUDA_FATAL(cudaMemcpy(d_n, &T, 4, cudaMemcpyHostToDevice));
+            KERN_CUDA_FATAL(cudaMemcpy(d_ns, &n_seqs, 4, cudaMemcpyHostToDevice));
+            KERN_CUDA_FATAL(cudaMemcpy(d_dim, &H, 4, cudaMemcpyHostToDevice));
+            KERN_CUDA_FATAL(cudaMemcpy(d_norm, &one, 4, cudaMemcpyHostToDevice));
+            uint16_t *word = s_rand_dev((size_t)30522 * H, &rng),
+                     *pos = s_rand_dev(512 * (size_t)H, &rng);
+            uint16_t *type = s_rand_dev(2 * (size_t)H, &rng);
+            uint16_t *wqkv = s_rand_dev(3 * (size_t)H * H, &rng),
+                     *b = s_rand_dev(4 * (size_t)I, &rng);
+            uint16_t *w1 = s_rand_dev((size_t)I * H, &rng), *w2 = s_rand_dev((size_t)I * H, &rng);
+            uint16_t *x = s_rand_dev((size_t)T * (3 * H > I ? 3 * H : I), &rng);
+            uint16_t *y = s_rand_dev((size_t)T * (3 * H > I ? 3 * H : I), &rng);
+            uint16_t *hb = s_rand_dev((size_t)T * H, &rng);
+            float *h32 = NULL, *g = NULL, *out = NULL;
+            KERN_CUDA_FATAL(cudaMalloc((void **)&h32, (size_t)T * H * 4));
+            KERN_CUDA_FATAL(cudaMemset(h32, 0, (size_t)T * H * 4));
+            KERN_CUDA_FATAL(cudaMalloc((void **)&g, (size_t)H * 4));
+            KERN_CUDA_FATAL(cudaMemset(g, 0, (size_t)H * 4));
+            KERN_CUDA_FATAL(cudaMalloc((void **)&out, (size_t)T * H * 4));
+            char label[64];
+            const double tb = (double)T * H;
+#define L(fmt) (snprintf(label, sizeof label, "%s T=%d " fmt, names[m], (int)T), label)
+            S_TIME(L("embed_layernorm"), tb * (3 * 2 + 4 + 2) / 1.0, "GB/s",
+                   S_OK(kern_embed_layernorm_cuda(h32, hb, d_ids, NULL, d_ts, d_cu, d_n, T, word,
+                                                  pos, type, g, g, H, 1e-12f, st, &e_)));
+            const int32_t gemm[4][3] = {{H, 3 * H, 1}, {H, H, 1}, {H, I, 0}, {I, H, 1}};
+            static const char *gn[4] = {"linear qkv", "linear out", "linear ffn1", "linear ffn2"};
+            for (int k = 0; k < 4; k++) {
+                kern_linear_plan_t *p = NULL;
+                S_OK(kern_linear_plan_new(lt, T, gemm[k][0], gemm[k][1], gemm[k][2], ws_bytes, 0,
+                                          &p, &e_));
+                S_TIME(L("linear"), 2.0 * T * gemm[k][0] * gemm[k][1] / 1e3, "TFLOP/s",
+                       S_OK(kern_linear_cuda(lt, p, y, x, k == 3 ? w2 : w1, b, ws, ws_bytes, st,
+                                             &e_)));
+                snprintf(rows[n_rows - 1].name, sizeof rows[0].name, "%s T=%d %s", names[m], (int)T,
+                         gn[k]);
+                kern_linear_plan_destroy(&p);
+            }
+            const kern_attention_params_t ap = {nh, nh, hd, 0.125f, false};
+            const double att_flops = 4.0 * (T / n_seqs) * (double)T * H;
+            S_TIME(L("attention"), att_flops / 1e3, "TFLOP/s",
+                   S_OK(kern_attention_cuda(&ap, hb, H, x, 3 * H, x + H, 3 * H, x + 2 * H, 3 * H,
+                                            d_cu, d_ts, d_n, T, st, &e_)));
+            S_TIME(L("bias_gelu"), (double)T * I * 4, "GB/s",
+                   S_OK(kern_bias_gelu_cuda(y, b, T, d_n, I, st, &e_)));
+            S_TIME(L("add_layernorm"), tb * (2 + 4 + 4 + 2), "GB/s",
+                   S_OK(kern_add_layernorm_cuda(h32, hb, hb, NULL, h32, g, g, T, d_n, H, 1e-12f, st,
+                                                &e_)));
+            S_TIME(L("pool mean+L2"), tb * 4, "GB/s",
+                   S_OK(kern_pool_cuda(out, h32, d_cu, d_ns, d_dim, d_norm, T, H, KERN_POOL_MEAN,
+                                       st, &e_)));
+#undef L
+            cudaFree(d_cu), cudaFree(d_ts), cudaFree(d_ids), cudaFree(d_n), cudaFree(d_ns);
+            cudaFree(d_dim), cudaFree(d_norm), cudaFree(word), cudaFree(pos), cudaFree(type);
+            cudaFree(wqkv), cudaFree(b), cudaFree(w1), cudaFree(w2), cudaFree(x), cudaFree(y);
+            cudaFree(hb), cudaFree(h32), cudaFree(g), cudaFree(out);
+            free(cu), free(ts), free(ids);
+        }
+    printf("\n== CUDA kernels (median of 15 x %d launches) ==\n%-40s %10s %12s\n", reps, "kernel",
+           "us/launch", "rate");
+    FILE *j = fopen(json, "w");
+    if (j)
+        fprintf(j, "{\"reps\": %d, \"kernels\": [\n", reps);
+    for (int i = 0; i < n_rows; i++) {
+        printf("%-40s %10.2f %8.2f %s\n", rows[i].name, rows[i].us, rows[i].rate, rows[i].unit);
+        if (j)
+            fprintf(j, "%s {\"name\": \"%s\", \"us\": %.3f, \"rate\": %.3f, \"unit\": \"%s\"}",
+                    i ? ",\n" : "", rows[i].name, rows[i].us, rows[i].rate, rows[i].unit);
+    }
+    if (j) {
+        fprintf(j, "\n]}\n");
+        fclose(j);
+    }
+    cudaFree(ws);
+    cublasLtDestroy(lt);
+    return 0;
+}
+#else
+int main(void) {
+    printf("SKIPPED: built without CUDA (EMBER_CUDA=OFF)\n");
+    return 77;
+}
+#endif

@@ -1,0 +1,282 @@
+/* tests/test_engine_cuda.c — the CUDA engine (worker/engine.h, device "cuda:0") against the CPU
+ * engine (fp32 reference) on the same model (EMBER_TEST_MODEL_DIR: the real all-MiniLM-L6-v2
+ * here, the seeded random-weight models on the GPU host — ops/gpu-check.sh points it there):
+ * seeded ragged batches of 1 to 200 sequences of 1 to 512 tokens, every embedding at cosine
+ * >= 0.9999 (bf16 engine vs fp32); Matryoshka and raw outputs in the same buckets (per-batch
+ * numbers come from device memory, so one graph serves them all); the lazy graph policy gives
+ * the same bits eager, at capture and at replay (checked first, on a fresh engine);
+ * capture-all-at-start and never-capture modes; batches over max_batch_tokens split internally;
+ * many batches in flight completing in order with the eventfd firing; bad batches rejected while
+ * the engine keeps working; results that outlive the engine; the bucket rule. Without a CUDA
+ * device: "SKIPPED: no CUDA device", exit
+ * 77. One submitting thread. */
+#include <math.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "common/prng.h"
+#include "tests/test_util.h"
+#include "worker/engine.h"
+#include "worker/engine_cuda.h"
+
+#define S_COS_MIN 0.9999
+
+static com_prng_t g_rng;
+
+typedef struct batch {
+    wrk_batch_t b;
+    int32_t *ids, *types, *cu;
+} batch_t;
+
+/* n sequences of lengths in [1, max_len] (a third of them short), random ids and types. */
+static void s_make(batch_t *x, const com_model_info_t *in, int32_t n, int32_t max_len) {
+    x->cu = malloc(((size_t)n + 1) * sizeof *x->cu);
+    x->cu[0] = 0;
+    for (int32_t s = 0; s < n; s++) {
+        int32_t len = com_prng_below(&g_rng, 3) == 0 ? 1 + (int32_t)com_prng_below(&g_rng, 8)
+                                                     : 1 + (int32_t)com_prng_below(&g_rng, max_len);
+        x->cu[s + 1] = x->cu[s] + len;
+    }
+    const int32_t T = x->cu[n];
+    x->ids = malloc((size_t)T * sizeof *x->ids);
+    x->types = malloc((size_t)T * sizeof *x->types);
+    for (int32_t t = 0; t < T; t++) {
+        x->ids[t] = (int32_t)com_prng_below(&g_rng, (uint64_t)in->vocab_size);
+        x->types[t] = (int32_t)com_prng_below(&g_rng, (uint64_t)in->type_vocab_size);
+    }
+    wrk_batch_t b = {n, T, x->ids, x->types, x->cu, 0, -1};
+    x->b = b;
+}
+
+static void s_free(batch_t *x) {
+    free(x->ids), free(x->types), free(x->cu);
+}
+
+static const float *s_run(wrk_engine_t *e, const wrk_batch_t *b, wrk_result_t **r) {
+    com_error_t err = {0};
+    int rc = wrk_engine_submit(e, b, r, &err);
+    CHECK_MSG(rc == 0, "submit: %s", err.msg);
+    if (rc != 0)
+        return NULL;
+    rc = wrk_result_wait(*r, &err);
+    CHECK_MSG(rc == 0, "wait: %s", err.msg);
+    int32_t n = 0, d = 0;
+    const float *emb = wrk_result_embeddings(*r, &n, &d);
+    CHECK(rc != 0 || (emb && n == b->n_seqs));
+    return rc == 0 ? emb : NULL;
+}
+
+/* worst cosine of the CUDA engine's embeddings against the CPU engine's for batch b */
+static double s_compare(wrk_engine_t *gpu, wrk_engine_t *cpu, const wrk_batch_t *b,
+                        const char *what) {
+    wrk_result_t *rg = NULL, *rc = NULL;
+    const float *g = s_run(gpu, b, &rg), *c = s_run(cpu, b, &rc);
+    double worst = 1.0;
+    if (g && c) {
+        int32_t n = 0, d = 0;
+        wrk_result_embeddings(rg, &n, &d);
+        for (int32_t s = 0; s < n; s++) {
+            double cs = test_cosine_f32(g + (size_t)s * d, c + (size_t)s * d, (size_t)d);
+            if (!(cs >= worst))
+                worst = cs;
+        }
+    }
+    CHECK_MSG(worst >= S_COS_MIN, "%s: worst cosine %.6f < %.4f", what, worst, S_COS_MIN);
+    wrk_result_destroy(&rg);
+    wrk_result_destroy(&rc);
+    return worst;
+}
+
+static void test_buckets(void) {
+    CHECK(wrk_cuda_bucket_tokens(1) == 64 && wrk_cuda_bucket_tokens(64) == 64);
+    CHECK(wrk_cuda_bucket_tokens(65) == 128 && wrk_cuda_bucket_tokens(1024) == 1024);
+    CHECK(wrk_cuda_bucket_tokens(1025) == 1280 && wrk_cuda_bucket_tokens(16384) == 16384);
+    CHECK(wrk_cuda_bucket_tokens(16385) == 16640);
+    for (int32_t n = 1; n <= 20000; n++) {
+        int32_t T = wrk_cuda_bucket_tokens(n);
+        if (T < n || T - n >= (n <= 1024 ? 64 : 256)) {
+            CHECK_MSG(0, "bucket(%d) = %d", (int)n, (int)T);
+            break;
+        }
+    }
+}
+
+int main(void) {
+    test_buckets();
+    int n_dev = 0;
+    cudaError_t ce = cudaGetDeviceCount(&n_dev);
+    if (ce != cudaSuccess || n_dev < 1) {
+        printf("SKIPPED: no CUDA device (%s)\n",
+               ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
+        return TEST_SKIP_CODE;
+    }
+    test_require_model();
+    com_prng_seed(&g_rng, 7);
+    const char *dir = test_model_dir();
+    com_error_t err = {0};
+    wrk_engine_t *cpu = NULL, *gpu = NULL;
+    wrk_engine_opts_t oc = {"cpu", 0, 0}, og = {"cuda:0", 0, 4096};
+    int rc = wrk_engine_new(dir, &oc, &cpu, &err);
+    CHECK_MSG(rc == 0, "cpu engine: %s", err.msg);
+    rc = rc ? rc : wrk_engine_new(dir, &og, &gpu, &err);
+    CHECK_MSG(rc == 0, "cuda engine: %s", err.msg);
+    if (rc != 0)
+        return test_finish();
+    const com_model_info_t *in = wrk_engine_model(gpu);
+    const int32_t max_len = in->max_position_embeddings < 512 ? in->max_position_embeddings : 512;
+
+    /* lazy graphs: a fresh bucket runs eager, then captured, then replayed: the same bits */
+    {
+        batch_t x;
+        s_make(&x, in, 1, 8); /* then one sequence of 300 tokens: bucket 320, not met yet */
+        x.b.n_tokens = x.cu[1] = max_len < 300 ? max_len : 300;
+        free(x.ids), free(x.types);
+        x.ids = calloc((size_t)x.b.n_tokens, sizeof *x.ids);
+        x.types = calloc((size_t)x.b.n_tokens, sizeof *x.types);
+        for (int32_t t = 0; t < x.b.n_tokens; t++)
+            x.ids[t] = (int32_t)com_prng_below(&g_rng, (uint64_t)in->vocab_size);
+        x.b.token_ids = x.ids, x.b.type_ids = x.types;
+        wrk_cuda_stats_t s0, s1;
+        CHECK(wrk_engine_cuda_stats(gpu, &s0, &err) == 0);
+        wrk_result_t *r[3] = {NULL, NULL, NULL};
+        const float *e3[3];
+        for (int i = 0; i < 3; i++)
+            e3[i] = s_run(gpu, &x.b, &r[i]);
+        CHECK(wrk_engine_cuda_stats(gpu, &s1, &err) == 0);
+        CHECK(e3[0] && e3[1] && e3[2]);
+        if (e3[0] && e3[1] && e3[2]) {
+            size_t bytes = (size_t)in->embedding_dim * sizeof(float);
+            CHECK_MSG(memcmp(e3[0], e3[1], bytes) == 0, "eager and captured runs differ");
+            CHECK_MSG(memcmp(e3[0], e3[2], bytes) == 0, "eager and replayed runs differ");
+        }
+        printf("lazy graphs: eager %lld -> %lld, launches %lld -> %lld, graphs %d -> %d\n",
+               (long long)s0.eager_runs, (long long)s1.eager_runs, (long long)s0.graph_launches,
+               (long long)s1.graph_launches, (int)s0.n_graphs, (int)s1.n_graphs);
+        CHECK(s1.eager_runs == s0.eager_runs + 1 && s1.graph_launches == s0.graph_launches + 2);
+        CHECK(s1.n_graphs == s0.n_graphs + 1);
+        for (int i = 0; i < 3; i++)
+            wrk_result_destroy(&r[i]);
+        s_free(&x);
+    }
+
+    /* ragged batches against the CPU engine */
+    static const int32_t sizes[] = {1, 1, 3, 17, 64, 200};
+    double worst = 1.0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (int rep = 0; rep < 2; rep++) {
+            batch_t x;
+            s_make(&x, in, sizes[i], i == 0 ? 1 : max_len);
+            char what[64];
+            snprintf(what, sizeof what, "%d seqs, %d tokens", (int)sizes[i], (int)x.b.n_tokens);
+            double w = s_compare(gpu, cpu, &x.b, what);
+            printf("  %-24s worst cosine %.6f\n", what, w);
+            worst = w < worst ? w : worst;
+            /* same batch, Matryoshka + normalised and raw: same bucket, other device numbers */
+            x.b.out_dim = in->embedding_dim > 64 ? 64 : in->embedding_dim;
+            x.b.normalize = 1;
+            w = s_compare(gpu, cpu, &x.b, "matryoshka");
+            worst = w < worst ? w : worst;
+            x.b.out_dim = 0;
+            x.b.normalize = 0;
+            w = s_compare(gpu, cpu, &x.b, "raw");
+            worst = w < worst ? w : worst;
+            s_free(&x);
+        }
+    printf("cuda vs cpu: worst cosine %.6f (min %.4f)\n", worst, S_COS_MIN);
+
+    /* many batches in flight, completing in order; the eventfd fires */
+    {
+        enum { N = 12 };
+        batch_t xs[N];
+        wrk_result_t *rs[N];
+        for (int i = 0; i < N; i++) {
+            s_make(&xs[i], in, 1 + (int32_t)com_prng_below(&g_rng, 30), 128);
+            CHECK(wrk_engine_submit(gpu, &xs[i].b, &rs[i], &err) == 0);
+        }
+        struct pollfd pfd = {wrk_engine_event_fd(gpu), POLLIN, 0};
+        CHECK(poll(&pfd, 1, 10000) == 1);
+        int done_before_last = 0;
+        CHECK(wrk_result_wait(rs[N - 1], &err) == 0);
+        for (int i = 0; i < N; i++)
+            done_before_last += wrk_result_poll(rs[i]);
+        CHECK_MSG(done_before_last == N, "in-order completion: %d of %d done", done_before_last, N);
+        for (int i = 0; i < N; i++) {
+            double w = s_compare(gpu, cpu, &xs[i].b, "in flight");
+            (void)w;
+            wrk_result_destroy(&rs[i]);
+            s_free(&xs[i]);
+        }
+    }
+
+    /* validation: rejected, engine keeps working */
+    {
+        const int32_t ids[2] = {0, in->vocab_size}, cu[2] = {0, 2};
+        wrk_batch_t bad = {1, 2, ids, NULL, cu, 0, -1};
+        wrk_result_t *r = NULL;
+        CHECK(wrk_engine_submit(gpu, &bad, &r, &err) == COM_EINVAL && r == NULL);
+        batch_t x;
+        s_make(&x, in, 4, 50);
+        s_compare(gpu, cpu, &x.b, "after a rejected batch");
+        s_free(&x);
+    }
+
+    /* results outlive the engine; destroy drains batches in flight */
+    {
+        batch_t x;
+        s_make(&x, in, 8, 64);
+        wrk_result_t *r = NULL;
+        CHECK(wrk_engine_submit(gpu, &x.b, &r, &err) == 0);
+        wrk_engine_destroy(&gpu);
+        CHECK(gpu == NULL && wrk_result_poll(r) == 1);
+        int32_t n = 0, d = 0;
+        CHECK(wrk_result_wait(r, &err) == 0 && wrk_result_embeddings(r, &n, &d) && n == 8);
+        wrk_result_destroy(&r);
+        s_free(&x);
+    }
+
+    /* capture every bucket at start; never capture; internal splitting over max_batch_tokens */
+    static const int32_t modes[][2] = {{1, 1024}, {2, 4096}, {0, 600}};
+    static const char *const devs[] = {"cuda:0,graphs=lazy", "cuda:0,graphs=all",
+                                       "cuda:0,graphs=off"};
+    for (int m = 0; m < 3; m++) {
+        wrk_engine_opts_t o = {devs[modes[m][0]], 0, modes[m][1]};
+        rc = wrk_engine_new(dir, &o, &gpu, &err);
+        CHECK_MSG(rc == 0, "cuda engine (graphs %d, max %d): %s", (int)modes[m][0],
+                  (int)modes[m][1], err.msg);
+        if (rc != 0)
+            continue;
+        wrk_cuda_stats_t st;
+        CHECK(wrk_engine_cuda_stats(gpu, &st, &err) == 0);
+        if (modes[m][0] == 1)
+            CHECK_MSG(st.n_graphs == st.n_buckets && st.n_buckets == 16,
+                      "capture at start: %d graphs for %d buckets", (int)st.n_graphs,
+                      (int)st.n_buckets);
+        printf("graphs mode %d, max_batch_tokens %d: %d buckets, %d graphs, capture %.1f ms, "
+               "%.1f MiB device\n",
+               (int)modes[m][0], (int)modes[m][1], (int)st.n_buckets, (int)st.n_graphs,
+               st.capture_ms, (double)st.device_bytes / (1 << 20));
+        for (int rep = 0; rep < 3; rep++) {
+            batch_t x;
+            s_make(&x, in, modes[m][1] == 600 ? 40 : 9, max_len);
+            s_compare(gpu, cpu, &x.b, modes[m][1] == 600 ? "split batch" : "graph mode");
+            s_free(&x);
+        }
+        if (modes[m][0] == 2) {
+            CHECK(wrk_engine_cuda_stats(gpu, &st, &err) == 0);
+            CHECK(st.n_graphs == 0 && st.graph_launches == 0);
+        }
+        wrk_engine_destroy(&gpu);
+    }
+    wrk_engine_opts_t bad = {"cuda:99", 0, 0};
+    CHECK(wrk_engine_new(dir, &bad, &gpu, &err) == COM_EUNSUPPORTED && gpu == NULL);
+    wrk_engine_opts_t bad2 = {"cuda:0,graphs=sometimes", 0, 0};
+    CHECK(wrk_engine_new(dir, &bad2, &gpu, &err) == COM_EINVAL && gpu == NULL);
+    wrk_engine_destroy(&cpu);
+    return test_finish();
+}

@@ -1,0 +1,494 @@
+/* tests/test_kernels_cuda.c — every CUDA kernel (the kernels/ .cu files, through their C ABI)
+ * against its plain-C reference (kern_<op>_ref, or common/half.h for the float16 conversion) on
+ * seeded random inputs, over awkward shapes (1 token, odd sizes, sequences of length 1, lengths
+ * that are not a multiple of the 64-row tile, the largest bucket) and every launch configuration
+ * the launchers can pick (vector / scalar element-wise paths; attention head_dim 32 / 64 x causal x
+ * GQA; several cuBLASLt heuristic ranks; rows past the device-side count left untouched). Inputs
+ * are rounded to bf16 for both sides, so the comparison measures the kernel, not the input
+ * rounding; bf16 outputs get relative tolerances of about 1e-2, fp32 outputs 1e-4 or tighter.
+ * Outputs are poisoned (NaN) before every run. Without a CUDA device: prints "SKIPPED: no CUDA
+ * device" and exits 77 (ctest SKIP_RETURN_CODE). Single-threaded; one stream. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/half.h"
+#include "common/prng.h"
+#include "kernels/add_layernorm.h"
+#include "kernels/attention.h"
+#include "kernels/bias_gelu.h"
+#include "kernels/convert.h"
+#include "kernels/embed_layernorm.h"
+#include "kernels/kern_cuda.h"
+#include "kernels/linear.h"
+#include "kernels/pool.h"
+#include "tests/test_util.h"
+
+static com_prng_t g_rng;
+static cudaStream_t g_st;
+
+/* random fp32 values already representable in bf16 */
+static float *s_rand_bf(size_t n, float lo, float hi) {
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = kern_bf16_to_f32(kern_bf16_from_f32(com_prng_uniform(&g_rng, lo, hi)));
+    return p;
+}
+
+static void *s_dev(size_t bytes) {
+    void *p = NULL;
+    KERN_CUDA_FATAL(cudaMalloc(&p, bytes ? bytes : 16));
+    KERN_CUDA_FATAL(cudaMemset(p, 0xff, bytes ? bytes : 16)); /* NaN in bf16 and fp32 */
+    return p;
+}
+
+static void *s_up(const void *h, size_t bytes) {
+    void *d = s_dev(bytes);
+    KERN_CUDA_FATAL(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+static uint16_t *s_up_bf(const float *x, size_t n) {
+    uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = kern_bf16_from_f32(x[i]);
+    uint16_t *d = s_up(h, n * sizeof *h);
+    free(h);
+    return d;
+}
+
+static void s_poison(void *d, size_t bytes) {
+    KERN_CUDA_FATAL(cudaMemset(d, 0xff, bytes));
+}
+
+static float *s_down_f32(const float *d, size_t n) {
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    KERN_CUDA_FATAL(cudaStreamSynchronize(g_st));
+    KERN_CUDA_FATAL(cudaMemcpy(h, d, n * sizeof *h, cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static float *s_down_bf(const uint16_t *d, size_t n) {
+    uint16_t *b = malloc((n ? n : 1) * sizeof *b);
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    KERN_CUDA_FATAL(cudaStreamSynchronize(g_st));
+    KERN_CUDA_FATAL(cudaMemcpy(b, d, n * sizeof *b, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++)
+        h[i] = kern_bf16_to_f32(b[i]);
+    free(b);
+    return h;
+}
+
+static double s_rms(const float *x, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)x[i] * x[i];
+    return n ? sqrt(s / (double)n) : 0;
+}
+
+/* test_compare_f32 + a CHECK; atol scaled by the reference's rms when scale_atol. */
+static void s_cmp(const char *what, const float *got, const float *ref, size_t n, double atol,
+                  double rtol) {
+    test_cmp_t c = test_compare_f32(what, got, ref, n, atol, rtol);
+    CHECK_MSG(c.n_bad == 0, "%s: %zu bad of %zu, max |diff| %.3g, nmse %.3g", what, c.n_bad, n,
+              c.max_abs, c.nmse);
+}
+
+static int32_t s_cu(const int32_t *lens, int32_t n, int32_t *cu) {
+    cu[0] = 0;
+    for (int32_t i = 0; i < n; i++)
+        cu[i + 1] = cu[i] + lens[i];
+    return cu[n];
+}
+
+static int32_t *s_tok_seq(const int32_t *cu, int32_t n_seqs, int32_t max_tokens) {
+    int32_t *ts = malloc((size_t)max_tokens * sizeof *ts);
+    for (int32_t t = 0; t < max_tokens; t++)
+        ts[t] = -1; /* padding: never read */
+    for (int32_t s = 0; s < n_seqs; s++)
+        for (int32_t t = cu[s]; t < cu[s + 1]; t++)
+            ts[t] = s;
+    return ts;
+}
+
+static int32_t s_round64(int32_t n) {
+    return (n + 63) / 64 * 64;
+}
+
+/* ---- embedding + LayerNorm ---- */
+static void test_embed(void) {
+    static const int32_t cases[][7] = {{1, 1}, {4, 3, 1, 5, 3}, {5, 17, 1, 40, 2, 64}, {1, 200}};
+    static const int32_t hiddens[] = {7, 33, 384, 768};
+    const int32_t V = 50, P = 256, TV = 2;
+    int n_cfg[2] = {0, 0};
+    for (size_t hc = 0; hc < sizeof hiddens / sizeof *hiddens; hc++) {
+        const int32_t H = hiddens[hc];
+        float *word = s_rand_bf((size_t)V * H, -1, 1), *pos = s_rand_bf((size_t)P * H, -1, 1);
+        float *type = s_rand_bf((size_t)TV * H, -1, 1);
+        float *g = s_rand_bf(H, 0.5f, 1.5f), *b = s_rand_bf(H, -0.5f, 0.5f);
+        uint16_t *dw = s_up_bf(word, (size_t)V * H), *dp = s_up_bf(pos, (size_t)P * H);
+        uint16_t *dt = s_up_bf(type, (size_t)TV * H);
+        float *dg = s_up(g, H * sizeof *g), *db = s_up(b, H * sizeof *b);
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            const int32_t ns = cases[c][0];
+            int32_t cu[8];
+            const int32_t n = s_cu(&cases[c][1], ns, cu), T = s_round64(n + 1);
+            int32_t *ids = calloc((size_t)T, sizeof *ids), *types = calloc((size_t)T, sizeof *ids);
+            for (int32_t t = 0; t < n; t++) {
+                ids[t] = (int32_t)com_prng_below(&g_rng, V);
+                types[t] = (int32_t)com_prng_below(&g_rng, TV);
+            }
+            int32_t *ts = s_tok_seq(cu, ns, T);
+            float *ref = calloc((size_t)T * H, sizeof *ref); /* padding rows: zeros */
+            kern_embed_layernorm_ref(ref, ids, types, cu, ns, 0, n, word, pos, type, g, b, H,
+                                     1e-12f);
+            int32_t *d_ids = s_up(ids, T * 4), *d_types = s_up(types, T * 4);
+            int32_t *d_ts = s_up(ts, T * 4), *d_cu = s_up(cu, (ns + 1) * 4), *d_n = s_up(&n, 4);
+            float *o32 = s_dev((size_t)T * H * 4);
+            uint16_t *o16 = s_dev((size_t)T * H * 2);
+            com_error_t err = {0};
+            int rc = kern_embed_layernorm_cuda(o32, o16, d_ids, d_types, d_ts, d_cu, d_n, T, dw, dp,
+                                               dt, dg, db, H, 1e-12f, g_st, &err);
+            CHECK_MSG(rc == 0, "embed_layernorm_cuda: %s", err.msg);
+            n_cfg[H % 8 == 0]++;
+            char what[96];
+            float *got = s_down_f32(o32, (size_t)T * H);
+            snprintf(what, sizeof what, "embed_ln fp32 H=%d case %zu", (int)H, c);
+            s_cmp(what, got, ref, (size_t)T * H, 1e-4, 1e-4);
+            free(got);
+            got = s_down_bf(o16, (size_t)T * H);
+            snprintf(what, sizeof what, "embed_ln bf16 H=%d case %zu", (int)H, c);
+            s_cmp(what, got, ref, (size_t)T * H, 1e-2, 1e-2);
+            free(got);
+            cudaFree(d_ids), cudaFree(d_types), cudaFree(d_ts), cudaFree(d_cu), cudaFree(d_n);
+            cudaFree(o32), cudaFree(o16);
+            free(ids), free(types), free(ts), free(ref);
+        }
+        cudaFree(dw), cudaFree(dp), cudaFree(dt), cudaFree(dg), cudaFree(db);
+        free(word), free(pos), free(type), free(g), free(b);
+    }
+    CHECK(n_cfg[0] > 0 && n_cfg[1] > 0);
+    printf("embed_layernorm: scalar and vector paths checked\n");
+}
+
+/* ---- linear (cuBLASLt) ---- */
+static void test_linear(void) {
+    static const int32_t shapes[][3] = {{1, 8, 8},        {3, 40, 24},      {64, 384, 1152},
+                                        {129, 384, 1536}, {200, 1536, 384}, {1, 768, 2304},
+                                        {7, 33, 17}};
+    cublasLtHandle_t lt = NULL;
+    KERN_CUBLAS_FATAL(cublasLtCreate(&lt));
+    const size_t ws_bytes = (size_t)32 << 20;
+    void *ws = s_dev(ws_bytes);
+    int n_plans = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int32_t n = shapes[si][0], in = shapes[si][1], out = shapes[si][2];
+        float *x = s_rand_bf((size_t)n * in, -1, 1), *w = s_rand_bf((size_t)out * in, -1, 1);
+        float *bias = s_rand_bf(out, -1, 1);
+        uint16_t *dx = s_up_bf(x, (size_t)n * in), *dw = s_up_bf(w, (size_t)out * in);
+        uint16_t *dbias = s_up_bf(bias, out), *dy = s_dev((size_t)n * out * 2);
+        for (int hb = 0; hb < 2; hb++) {
+            float *ref = malloc((size_t)n * out * sizeof *ref);
+            kern_linear_ref(ref, x, w, hb ? bias : NULL, n, in, out);
+            const double atol = 1e-2 * s_rms(ref, (size_t)n * out);
+            for (int32_t rank = 0; rank < 4; rank++) {
+                kern_linear_plan_t *p = NULL;
+                com_error_t err = {0};
+                int rc = kern_linear_plan_new(lt, n, in, out, hb, ws_bytes, rank, &p, &err);
+                if (rc == COM_EUNSUPPORTED && rank > 0)
+                    break; /* fewer algorithms offered for this shape */
+                CHECK_MSG(rc == 0, "linear plan %dx%dx%d: %s", (int)n, (int)in, (int)out, err.msg);
+                if (rc != 0)
+                    break;
+                s_poison(dy, (size_t)n * out * 2);
+                rc = kern_linear_cuda(lt, p, dy, dx, dw, hb ? dbias : NULL, ws, ws_bytes, g_st,
+                                      &err);
+                CHECK_MSG(rc == 0, "linear_cuda: %s", err.msg);
+                float *got = s_down_bf(dy, (size_t)n * out);
+                char what[96];
+                snprintf(what, sizeof what, "linear %dx%dx%d bias %d rank %d", (int)n, (int)in,
+                         (int)out, hb, (int)rank);
+                s_cmp(what, got, ref, (size_t)n * out, atol, 1e-2);
+                free(got);
+                kern_linear_plan_destroy(&p);
+                CHECK(p == NULL);
+                n_plans++;
+            }
+            free(ref);
+        }
+        cudaFree(dx), cudaFree(dw), cudaFree(dbias), cudaFree(dy);
+        free(x), free(w), free(bias);
+    }
+    printf("linear: %d (shape, bias, heuristic rank) plans checked\n", n_plans);
+    cudaFree(ws);
+    cublasLtDestroy(lt);
+}
+
+/* ---- bias + GELU ---- */
+static void test_bias_gelu(void) {
+    static const int32_t dims[] = {7, 33, 1536};
+    static const int32_t ns[] = {1, 5, 130};
+    int n_cfg[2] = {0, 0};
+    for (size_t di = 0; di < 3; di++)
+        for (size_t ni = 0; ni < 3; ni++)
+            for (int partial = 0; partial < 2; partial++) {
+                const int32_t D = dims[di], N = ns[ni], rows = partial && N > 1 ? N - 1 : N;
+                float *x = s_rand_bf((size_t)N * D, -4, 4), *b = s_rand_bf(D, -1, 1);
+                float *ref = malloc((size_t)N * D * sizeof *ref);
+                memcpy(ref, x, (size_t)N * D * sizeof *ref);
+                kern_bias_gelu_ref(ref, b, rows, D); /* later rows stay as the input */
+                uint16_t *dx = s_up_bf(x, (size_t)N * D), *db = s_up_bf(b, D);
+                int32_t *dn = s_up(&rows, 4);
+                com_error_t err = {0};
+                int rc = kern_bias_gelu_cuda(dx, db, N, partial ? dn : NULL, D, g_st, &err);
+                CHECK_MSG(rc == 0, "bias_gelu_cuda: %s", err.msg);
+                n_cfg[kern_bias_gelu_cuda_config(D)]++;
+                float *got = s_down_bf(dx, (size_t)N * D);
+                char what[64];
+                snprintf(what, sizeof what, "bias_gelu %dx%d rows %d", (int)N, (int)D, (int)rows);
+                s_cmp(what, got, ref, (size_t)N * D, 1e-2, 1e-2);
+                free(got), free(x), free(b), free(ref);
+                cudaFree(dx), cudaFree(db), cudaFree(dn);
+            }
+    CHECK(n_cfg[0] > 0 && n_cfg[1] > 0);
+    printf("bias_gelu: scalar and vector paths checked\n");
+}
+
+/* ---- residual + LayerNorm ---- */
+static void test_add_layernorm(void) {
+    static const int32_t hiddens[] = {7, 33, 384, 768};
+    static const int32_t ns[] = {1, 3, 129};
+    int n_cfg[2] = {0, 0};
+    for (size_t hi = 0; hi < 4; hi++)
+        for (size_t ni = 0; ni < 3; ni++)
+            for (int variant = 0; variant < 2;
+                 variant++) { /* 0: +bias, separate out; 1: in place */
+                const int32_t H = hiddens[hi], N = ns[ni], rows = variant && N > 1 ? N - 1 : N;
+                const size_t n = (size_t)N * H;
+                float *x = s_rand_bf(n, -2, 2), *res = s_rand_bf(n, -2, 2);
+                float *b = s_rand_bf(H, -1, 1), *g = s_rand_bf(H, 0.5f, 1.5f);
+                float *be = s_rand_bf(H, -0.5f, 0.5f);
+                float *ref = malloc(n * sizeof *ref);
+                memcpy(ref, res,
+                       n * sizeof *ref); /* rows past `rows` keep the residual (in place) */
+                kern_add_layernorm_ref(ref, x, variant ? NULL : b, res, g, be, rows, H, 1e-12f);
+                uint16_t *dx = s_up_bf(x, n), *db = s_up_bf(b, H);
+                float *dres = s_up(res, n * 4), *dg = s_up(g, H * 4), *dbe = s_up(be, H * 4);
+                float *o32 = variant ? dres : s_dev(n * 4);
+                uint16_t *o16 = s_dev(n * 2);
+                int32_t *dn = s_up(&rows, 4);
+                com_error_t err = {0};
+                int rc = kern_add_layernorm_cuda(o32, o16, dx, variant ? NULL : db, dres, dg, dbe,
+                                                 N, variant ? dn : NULL, H, 1e-12f, g_st, &err);
+                CHECK_MSG(rc == 0, "add_layernorm_cuda: %s", err.msg);
+                n_cfg[kern_add_layernorm_cuda_config(H)]++;
+                char what[80];
+                float *got = s_down_f32(o32, n);
+                snprintf(what, sizeof what, "add_ln fp32 %dx%d variant %d", (int)N, (int)H,
+                         variant);
+                s_cmp(what, got, ref, variant ? n : (size_t)rows * H, 1e-4, 1e-4);
+                free(got);
+                got = s_down_bf(o16, (size_t)rows * H);
+                snprintf(what, sizeof what, "add_ln bf16 %dx%d variant %d", (int)N, (int)H,
+                         variant);
+                s_cmp(what, got, ref, (size_t)rows * H, 1e-2, 1e-2);
+                free(got);
+                if (rows < N) { /* the bf16 rows past *n_rows stay poisoned */
+                    float *tail = s_down_bf(o16 + (size_t)rows * H, H);
+                    CHECK(isnan(tail[0]) && isnan(tail[H - 1]));
+                    free(tail);
+                }
+                free(x), free(res), free(b), free(g), free(be), free(ref);
+                cudaFree(dx), cudaFree(db), cudaFree(dres), cudaFree(dg), cudaFree(dbe);
+                if (!variant)
+                    cudaFree(o32);
+                cudaFree(o16), cudaFree(dn);
+            }
+    CHECK(n_cfg[0] > 0 && n_cfg[1] > 0);
+    printf("add_layernorm: scalar and vector paths checked\n");
+}
+
+/* ---- attention ---- */
+static void test_attention(void) {
+    static const int32_t cases[][8] = {
+        {1, 1},          {3, 1, 1, 1}, {5, 5, 64, 65, 1, 130}, {1, 300},
+        {3, 512, 3, 17}, {2, 63, 129}, {6, 1, 2, 3, 4, 5, 6}};
+    int n_cfg = 0;
+    for (int hd_i = 0; hd_i < 2; hd_i++)
+        for (int causal = 0; causal < 2; causal++)
+            for (int gqa = 0; gqa < 2; gqa++) {
+                const int32_t hd = hd_i ? 64 : 32, nh = 4, nkv = gqa ? 2 : 4;
+                const kern_attention_params_t p = {nh, nkv, hd, 1.0f / sqrtf((float)hd),
+                                                   causal != 0};
+                for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+                    const int32_t ns = cases[c][0];
+                    int32_t cu[8];
+                    const int32_t n = s_cu(&cases[c][1], ns, cu), T = s_round64(n) + 64;
+                    /* packed q | k | v rows, as the QKV GEMM writes them */
+                    const int64_t ld = (int64_t)(nh + 2 * nkv) * hd;
+                    float *qkv = s_rand_bf((size_t)T * ld, -2, 2);
+                    float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
+                    for (size_t i = 0; i < (size_t)T * nh * hd; i++)
+                        ref[i] = NAN; /* rows past n_tokens must stay unwritten */
+                    size_t scratch_n = kern_attention_ref_scratch_floats(&p, 512);
+                    float *scratch = malloc(scratch_n * sizeof *scratch);
+                    kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld,
+                                       qkv + (nh + nkv) * hd, ld, cu, ns, 0, 1, scratch);
+                    uint16_t *dqkv = s_up_bf(qkv, (size_t)T * ld);
+                    uint16_t *dout = s_dev((size_t)T * nh * hd * 2);
+                    int32_t *ts = s_tok_seq(cu, ns, T);
+                    int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, (ns + 1) * 4),
+                            *dn = s_up(&n, 4);
+                    com_error_t err = {0};
+                    int rc = kern_attention_cuda(&p, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
+                                                 dqkv + (nh + nkv) * hd, ld, dcu, dts, dn, T, g_st,
+                                                 &err);
+                    CHECK_MSG(rc == 0, "attention_cuda: %s", err.msg);
+                    float *got = s_down_bf(dout, (size_t)T * nh * hd);
+                    /* NaN == NaN counts as equal in the helper only if both are NaN: compare the
+                     * written rows, then check the padding rows stayed poisoned */
+                    char what[96];
+                    snprintf(what, sizeof what, "attention hd %d causal %d kv %d case %zu", (int)hd,
+                             causal, (int)nkv, c);
+                    s_cmp(what, got, ref, (size_t)n * nh * hd, 1e-2, 2e-2);
+                    CHECK_MSG(isnan(got[(size_t)n * nh * hd]) &&
+                                  isnan(got[(size_t)T * nh * hd - 1]),
+                              "%s: rows past n_tokens were written", what);
+                    free(got), free(qkv), free(ref), free(scratch), free(ts);
+                    cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+                }
+                n_cfg++;
+            }
+    /* the largest bucket: 16 x 512 tokens = 8192, MiniLM's heads (12 x 32) */
+    {
+        const int32_t hd = 32, nh = 12, ns = 16, n = 8192, T = 8192;
+        const kern_attention_params_t p = {nh, nh, hd, 1.0f / sqrtf((float)hd), false};
+        int32_t cu[17];
+        for (int32_t s = 0; s <= ns; s++)
+            cu[s] = 512 * s;
+        const int64_t ld = 3 * nh * hd;
+        float *qkv = s_rand_bf((size_t)T * ld, -2, 2);
+        float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
+        float *scratch = malloc(kern_attention_ref_scratch_floats(&p, 512) * sizeof *scratch);
+        kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld, qkv + 2 * nh * hd, ld, cu,
+                           ns, 0, 1, scratch);
+        uint16_t *dqkv = s_up_bf(qkv, (size_t)T * ld), *dout = s_dev((size_t)T * nh * hd * 2);
+        int32_t *ts = s_tok_seq(cu, ns, T);
+        int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, sizeof cu), *dn = s_up(&n, 4);
+        com_error_t err = {0};
+        CHECK(kern_attention_cuda(&p, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
+                                  dqkv + 2 * nh * hd, ld, dcu, dts, dn, T, g_st, &err) == 0);
+        float *got = s_down_bf(dout, (size_t)T * nh * hd);
+        s_cmp("attention 16 x 512 (bucket 8192)", got, ref, (size_t)T * nh * hd, 1e-2, 2e-2);
+        free(got), free(qkv), free(ref), free(scratch), free(ts);
+        cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+    }
+    {
+        const kern_attention_params_t bad = {4, 4, 48, 0.1f, false};
+        com_error_t err = {0};
+        int32_t *dummy = s_dev(64);
+        CHECK(kern_attention_cuda(&bad, (uint16_t *)dummy, 192, (uint16_t *)dummy, 192,
+                                  (uint16_t *)dummy, 192, (uint16_t *)dummy, 192, dummy, dummy,
+                                  dummy, 64, g_st, &err) == COM_EUNSUPPORTED);
+        cudaFree(dummy);
+    }
+    printf("attention: %d configurations (head_dim x causal x GQA) checked\n", n_cfg);
+}
+
+/* ---- pooling ---- */
+static void test_pool(void) {
+    static const int32_t lens[] = {1, 7, 64, 1, 130, 2};
+    const int32_t ns = 6;
+    int32_t cu[7];
+    const int32_t n = s_cu(lens, ns, cu);
+    static const int32_t hiddens[] = {7, 384};
+    for (int hi = 0; hi < 2; hi++) {
+        const int32_t H = hiddens[hi];
+        float *h = s_rand_bf((size_t)n * H, -2, 2);
+        float *dh = s_up(h, (size_t)n * H * 4);
+        int32_t *dcu = s_up(cu, sizeof cu), *dns = s_up(&ns, 4);
+        for (int mode = 0; mode < 3; mode++)
+            for (int norm = 0; norm < 2; norm++)
+                for (int dsel = 0; dsel < 2; dsel++) {
+                    const int32_t D = dsel ? (H > 5 ? 5 : H) : H;
+                    float *ref = malloc((size_t)ns * D * sizeof *ref);
+                    kern_pool_ref(ref, h, cu, ns, H, (kern_pool_mode_t)mode, D, norm != 0);
+                    int32_t *dd = s_up(&D, 4), *dnorm = s_up(&norm, 4);
+                    float *dout = s_dev((size_t)n * H * 4);
+                    com_error_t err = {0};
+                    int rc = kern_pool_cuda(dout, dh, dcu, dns, dd, dnorm, n, H,
+                                            (kern_pool_mode_t)mode, g_st, &err);
+                    CHECK_MSG(rc == 0, "pool_cuda: %s", err.msg);
+                    float *got = s_down_f32(dout, (size_t)ns * D);
+                    char what[80];
+                    snprintf(what, sizeof what, "pool H=%d mode %d norm %d dim %d", (int)H, mode,
+                             norm, (int)D);
+                    s_cmp(what, got, ref, (size_t)ns * D, 1e-5, 1e-4);
+                    free(got), free(ref);
+                    cudaFree(dd), cudaFree(dnorm), cudaFree(dout);
+                }
+        free(h);
+        cudaFree(dh), cudaFree(dcu), cudaFree(dns);
+    }
+    printf("pool: CLS / mean / last x normalize x Matryoshka checked\n");
+}
+
+/* ---- output conversion ---- */
+static void test_convert(void) {
+    static const int64_t sizes[] = {1, 5, 1000, 4099};
+    for (size_t si = 0; si < 4; si++) {
+        const int64_t n = sizes[si];
+        float *x = malloc((size_t)n * sizeof *x);
+        for (int64_t i = 0; i < n; i++)
+            x[i] = com_prng_uniform(&g_rng, -3, 3) * (i % 7 == 0 ? 3e4f : i % 11 == 0 ? 1e-6f : 1);
+        if (n > 4)
+            x[1] = 70000.0f, x[2] = -1e-8f, x[3] = 65504.0f;
+        float *dx = s_up(x, (size_t)n * 4);
+        void *dout = s_dev((size_t)n * 4);
+        com_error_t err = {0};
+        CHECK(kern_convert_cuda(dout, dx, n, KERN_OUT_F32, g_st, &err) == 0);
+        float *got = s_down_f32(dout, (size_t)n);
+        CHECK_MSG(memcmp(got, x, (size_t)n * 4) == 0, "convert f32 n=%lld not exact", (long long)n);
+        free(got);
+        s_poison(dout, (size_t)n * 4);
+        CHECK(kern_convert_cuda(dout, dx, n, KERN_OUT_F16, g_st, &err) == 0);
+        uint16_t *h16 = malloc((size_t)n * 2), *ref = malloc((size_t)n * 2);
+        KERN_CUDA_FATAL(cudaStreamSynchronize(g_st));
+        KERN_CUDA_FATAL(cudaMemcpy(h16, dout, (size_t)n * 2, cudaMemcpyDeviceToHost));
+        com_half_from_f32_n(x, ref, (size_t)n);
+        size_t bad = 0;
+        for (int64_t i = 0; i < n; i++)
+            bad += h16[i] != ref[i];
+        CHECK_MSG(bad == 0, "convert f16 n=%lld: %zu elements differ from com_half_from_f32",
+                  (long long)n, bad);
+        free(h16), free(ref), free(x);
+        cudaFree(dx), cudaFree(dout);
+    }
+    printf("convert: float32 and float16 checked (bit-exact)\n");
+}
+
+int main(void) {
+    int n_dev = 0;
+    cudaError_t ce = cudaGetDeviceCount(&n_dev);
+    if (ce != cudaSuccess || n_dev < 1) {
+        printf("SKIPPED: no CUDA device (%s)\n",
+               ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
+        return TEST_SKIP_CODE;
+    }
+    struct cudaDeviceProp prop;
+    KERN_CUDA_FATAL(cudaGetDeviceProperties(&prop, 0));
+    printf("device 0: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
+    com_prng_seed(&g_rng, 20261201);
+    KERN_CUDA_FATAL(cudaStreamCreate(&g_st));
+    test_embed();
+    test_linear();
+    test_bias_gelu();
+    test_add_layernorm();
+    test_attention();
+    test_pool();
+    test_convert();
+    KERN_CUDA_FATAL(cudaStreamDestroy(g_st));
+    return test_finish();
+}

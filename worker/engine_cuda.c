@@ -1,0 +1,529 @@
+/* worker/engine_cuda.c — the "cuda" / "cuda:N" backend of worker/engine.h (wrk_backend_cuda,
+ * picked by worker/engine.c, which also validates batches): BERT in bf16 on one GPU
+ * (worker/model_bert_cuda.c), one whole-model CUDA graph per token bucket, results as LazyTensor
+ * handles.
+ *
+ * Flow of a batch (submitting thread, returns before the GPU runs it):
+ *   split at sequence boundaries into chunks of <= max_batch_tokens tokens; per chunk:
+ *   take the next staging slot (S_SLOTS pinned input+output buffers, used round robin; blocks
+ *   only when all are in flight) -> pack ids / sequence index / type ids / cu_seqlens / counts
+ *   into its input buffer -> cudaMemcpyAsync to the device input area -> forward pass for the
+ *   chunk's bucket (wrk_cuda_bucket_tokens) -> cudaMemcpyAsync of the [n_seqs, out_dim] fp32
+ *   result into the slot's output buffer -> cudaEventRecord(slot event) -> hand the slot to
+ *   the completion thread. All on one non-blocking stream, so the single device input area is
+ *   safe: batch N+1's copy queues behind batch N's graph while the CPU packs batch N+2.
+ * Forward pass per bucket (device option ",graphs=lazy|all|off", default lazy): 0 lazy: first hit
+ * eager, second hit captured (cudaStreamBeginCapture in thread-local mode, instantiate), later hits
+ * cudaGraphLaunch; 1: every bucket captured at start (each after one eager warm-up on a 1-token
+ * batch); 2: always eager. The graph bakes the device pointers of the bucket's input layout; every
+ *   kernel reads the batch from device memory, so one graph serves any mix of sequences.
+ * Completion thread: takes slots in order, cudaEventSynchronize, copies the slot's output into
+ *   the result's heap buffer (results own their memory and may outlive the engine), marks the
+ *   result complete on its last chunk, frees the slot, writes the eventfd. wrk_result_poll
+ *   reads the done flag this thread sets (set after the event completed and the copy landed).
+ * Errors: any CUDA / cuBLASLt failure (enqueue, capture or completion) makes the engine broken
+ *   (sticky, with the first message): in-flight results fail with that message, every later
+ *   submit returns COM_EINTERNAL naming it; the worker then marks itself unhealthy and exits.
+ * Invariants: slot states FREE -> QUEUED (submitter) -> FREE (completion), guarded by e->mu;
+ *   only the submitting thread enqueues CUDA work and touches graphs / counters; only the
+ *   completion thread touches a queued slot's output and its result. No allocation on the hot
+ *   path except the result itself (heap, like the CPU backend). */
+#include "worker/engine_cuda.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "kernels/kern_cuda.h"
+#include "worker/engine_backend.h"
+#include "worker/model_bert_cuda.h"
+
+#define S_DEFAULT_MAX_TOKENS 16384
+#define S_SLOTS              3
+
+enum { S_FREE = 0, S_QUEUED };
+
+typedef struct s_slot {
+    int32_t *in_host; /* [input words of the largest bucket], pinned */
+    float *out_host;  /* [max_bucket * hidden], pinned */
+    cudaEvent_t ev;   /* recorded after the output copy */
+    int state;        /* S_FREE / S_QUEUED, under e->mu */
+    /* the job, written by the submitter before QUEUED */
+    wrk_result_t *r;
+    int32_t seq0, n_seqs, dim;
+    bool last, failed;
+    com_error_t err; /* when failed */
+} s_slot_t;
+
+typedef struct s_graph {
+    int64_t hits;
+    cudaGraphExec_t exec;
+} s_graph_t;
+
+typedef struct s_cuda {
+    com_model_info_t info;
+    int32_t device, max_tokens, graph_mode;
+    int32_t n_buckets, *buckets; /* ascending */
+    wrk_bert_cuda_t *model;
+    cudaStream_t stream;
+    s_graph_t *graphs; /* [n_buckets] */
+    s_slot_t slots[S_SLOTS];
+    int32_t next_submit, next_done;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    pthread_t thread;
+    bool thread_started;
+    atomic_int broken;
+    char broken_msg[COM_ERROR_MSG_MAX];
+    int event_fd;
+    wrk_cuda_stats_t stats;
+} s_cuda_t;
+
+int32_t wrk_cuda_bucket_tokens(int32_t n) {
+    if (n <= 1024)
+        return n <= 64 ? 64 : (n + 63) / 64 * 64;
+    return (int32_t)(((int64_t)n + 255) / 256 * 256);
+}
+
+static double s_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* Records the first fatal error; later calls keep the first message. */
+static void s_set_broken(s_cuda_t *e, const char *msg) {
+    pthread_mutex_lock(&e->mu);
+    if (!atomic_load(&e->broken)) {
+        snprintf(e->broken_msg, sizeof e->broken_msg, "%s", msg);
+        atomic_store(&e->broken, 1);
+        COM_ERROR("engine cuda:%d: unusable after a CUDA error: %s", (int)e->device, msg);
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+static int s_broken_error(s_cuda_t *e, com_error_t *err) {
+    pthread_mutex_lock(&e->mu);
+    int rc = com_error_set(err, COM_EINTERNAL, "engine cuda:%d is unusable after a CUDA error: %s",
+                           (int)e->device, e->broken_msg);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+static int32_t s_bucket_index(const s_cuda_t *e, int32_t T) {
+    int32_t lo = 0, hi = e->n_buckets - 1;
+    while (lo < hi) {
+        int32_t mid = (lo + hi) / 2;
+        if (e->buckets[mid] < T)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int s_capture(s_cuda_t *e, int32_t bi, com_error_t *err) {
+    const double t0 = s_now_ms();
+    KERN_CUDA_TRY(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal), err);
+    int rc = wrk_bert_cuda_forward(e->model, bi, e->stream, err);
+    cudaGraph_t graph = NULL;
+    cudaError_t ce = cudaStreamEndCapture(e->stream, &graph);
+    if (rc != 0) {
+        if (graph)
+            cudaGraphDestroy(graph);
+        return rc;
+    }
+    KERN_CUDA_TRY(ce, err);
+    ce = cudaGraphInstantiate(&e->graphs[bi].exec, graph, 0);
+    cudaGraphDestroy(graph);
+    KERN_CUDA_TRY(ce, err);
+    e->stats.n_graphs++;
+    e->stats.capture_ms += s_now_ms() - t0;
+    return 0;
+}
+
+/* The forward pass of bucket bi by the graph policy. */
+static int s_forward(s_cuda_t *e, int32_t bi, com_error_t *err) {
+    s_graph_t *g = &e->graphs[bi];
+    int rc = 0;
+    if (e->graph_mode == 2 || (e->graph_mode == 0 && g->hits == 0 && !g->exec)) {
+        rc = wrk_bert_cuda_forward(e->model, bi, e->stream, err);
+        e->stats.eager_runs++;
+    } else {
+        if (!g->exec && (rc = s_capture(e, bi, err)) != 0)
+            return rc;
+        KERN_CUDA_TRY(cudaGraphLaunch(g->exec, e->stream), err);
+        e->stats.graph_launches++;
+    }
+    g->hits++;
+    return rc;
+}
+
+/* Enqueues one chunk (sequences [s0, s1) of b) through slot sl. */
+static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0, int32_t s1,
+                     int32_t dim, bool normalize, com_error_t *err) {
+    const int32_t n_tokens = b->cu_seqlens[s1] - b->cu_seqlens[s0];
+    const int32_t T = wrk_cuda_bucket_tokens(n_tokens), bi = s_bucket_index(e, T);
+    wrk_bert_cuda_pack(sl->in_host, T, b->token_ids, b->type_ids, b->cu_seqlens + s0, s1 - s0, dim,
+                       normalize);
+    KERN_CUDA_TRY(cudaMemcpyAsync(wrk_bert_cuda_input(e->model), sl->in_host,
+                                  wrk_bert_cuda_input_words(T) * sizeof(int32_t),
+                                  cudaMemcpyHostToDevice, e->stream),
+                  err);
+    int rc = s_forward(e, bi, err);
+    if (rc != 0)
+        return rc;
+    KERN_CUDA_TRY(cudaMemcpyAsync(sl->out_host, wrk_bert_cuda_output(e->model),
+                                  (size_t)(s1 - s0) * (size_t)dim * sizeof(float),
+                                  cudaMemcpyDeviceToHost, e->stream),
+                  err);
+    KERN_CUDA_TRY(cudaEventRecord(sl->ev, e->stream), err);
+    return 0;
+}
+
+static void *s_completion_main(void *arg) {
+    s_cuda_t *e = arg;
+    char msg[COM_ERROR_MSG_MAX];
+    if (cudaSetDevice(e->device) != cudaSuccess)
+        s_set_broken(e, "completion thread: cudaSetDevice failed");
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        s_slot_t *sl = &e->slots[e->next_done];
+        while (sl->state != S_QUEUED && !e->stop)
+            pthread_cond_wait(&e->cv, &e->mu);
+        if (sl->state != S_QUEUED) { /* stop, and nothing queued (slots complete in order) */
+            pthread_mutex_unlock(&e->mu);
+            break;
+        }
+        pthread_mutex_unlock(&e->mu);
+        wrk_result_t *r = sl->r;
+        bool failed = sl->failed;
+        if (failed) {
+            if (r->err.code == 0)
+                r->err = sl->err;
+        } else {
+            cudaError_t ce = cudaEventSynchronize(sl->ev);
+            if (ce != cudaSuccess) {
+                snprintf(msg, sizeof msg, "cudaEventSynchronize(batch): %s: %s",
+                         cudaGetErrorName(ce), cudaGetErrorString(ce));
+                s_set_broken(e, msg);
+                failed = true;
+            } else if (atomic_load(&e->broken) && r->err.code == 0) {
+                failed = true; /* results queued behind a failure are not trusted */
+            }
+            if (failed && r->err.code == 0) {
+                pthread_mutex_lock(&e->mu);
+                com_error_set(&r->err, COM_EINTERNAL,
+                              "engine cuda:%d failed while the batch ran: %s", (int)e->device,
+                              e->broken_msg);
+                pthread_mutex_unlock(&e->mu);
+            }
+            if (!failed)
+                memcpy(r->emb + (size_t)sl->seq0 * (size_t)sl->dim, sl->out_host,
+                       (size_t)sl->n_seqs * (size_t)sl->dim * sizeof(float));
+        }
+        const bool last = sl->last;
+        pthread_mutex_lock(&e->mu);
+        sl->state = S_FREE;
+        sl->r = NULL;
+        e->next_done = (e->next_done + 1) % S_SLOTS;
+        pthread_cond_broadcast(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+        if (last) {
+            wrk_result_complete(r);
+            const uint64_t one = 1;
+            if (write(e->event_fd, &one, sizeof one) < 0) {
+                /* EAGAIN: the counter is saturated, a wake-up is already pending */
+            }
+        }
+    }
+    return NULL;
+}
+
+static void s_result_release(wrk_result_t *r) {
+    wrk_result_fini(r);
+    free(r);
+}
+
+static s_slot_t *s_acquire(s_cuda_t *e) {
+    pthread_mutex_lock(&e->mu);
+    s_slot_t *sl = &e->slots[e->next_submit];
+    while (sl->state != S_FREE)
+        pthread_cond_wait(&e->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    return sl;
+}
+
+static void s_queue(s_cuda_t *e, s_slot_t *sl) {
+    pthread_mutex_lock(&e->mu);
+    sl->state = S_QUEUED;
+    e->next_submit = (e->next_submit + 1) % S_SLOTS;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+static int s_submit(void *impl, const wrk_batch_t *b, int32_t dim, bool normalize,
+                    wrk_result_t **out, com_error_t *err) {
+    s_cuda_t *e = impl;
+    *out = NULL;
+    if (atomic_load(&e->broken))
+        return s_broken_error(e, err);
+    cudaError_t ce = cudaSetDevice(e->device);
+    if (ce != cudaSuccess) {
+        s_set_broken(e, cudaGetErrorString(ce));
+        return s_broken_error(e, err);
+    }
+    wrk_result_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return com_error_set(err, COM_ENOMEM, "submit: out of memory");
+    if (wrk_result_init(r, b->n_seqs, dim, s_result_release, err) != 0) {
+        free(r);
+        return COM_ENOMEM;
+    }
+    int32_t s0 = 0;
+    while (s0 < b->n_seqs) {
+        const int32_t base = b->cu_seqlens[s0];
+        int32_t s1 = s0;
+        while (s1 < b->n_seqs && b->cu_seqlens[s1 + 1] - base <= e->max_tokens)
+            s1++; /* validated: every sequence fits, so s1 > s0 */
+        s_slot_t *sl = s_acquire(e);
+        sl->r = r;
+        sl->seq0 = s0;
+        sl->n_seqs = s1 - s0;
+        sl->dim = dim;
+        sl->failed = false;
+        com_error_clear(&sl->err);
+        int rc = atomic_load(&e->broken) ? s_broken_error(e, &sl->err)
+                                         : s_enqueue(e, sl, b, s0, s1, dim, normalize, &sl->err);
+        if (rc != 0) {
+            s_set_broken(e, sl->err.msg);
+            sl->failed = true;
+            sl->last = true;
+            s_queue(e, sl);
+            break;
+        }
+        sl->last = s1 == b->n_seqs;
+        s_queue(e, sl);
+        s0 = s1;
+    }
+    *out = r;
+    return 0;
+}
+
+static void s_destroy(void *impl) {
+    s_cuda_t *e = impl;
+    if (!e)
+        return;
+    if (e->thread_started) {
+        pthread_mutex_lock(&e->mu);
+        e->stop = true;
+        pthread_cond_broadcast(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+        pthread_join(e->thread, NULL);
+    }
+    cudaSetDevice(e->device);
+    if (e->stream)
+        cudaStreamSynchronize(e->stream);
+    if (e->graphs)
+        for (int32_t i = 0; i < e->n_buckets; i++)
+            if (e->graphs[i].exec)
+                cudaGraphExecDestroy(e->graphs[i].exec);
+    free(e->graphs);
+    wrk_bert_cuda_destroy(&e->model);
+    for (int i = 0; i < S_SLOTS; i++) {
+        if (e->slots[i].in_host)
+            cudaFreeHost(e->slots[i].in_host);
+        if (e->slots[i].out_host)
+            cudaFreeHost(e->slots[i].out_host);
+        if (e->slots[i].ev)
+            cudaEventDestroy(e->slots[i].ev);
+    }
+    if (e->stream)
+        cudaStreamDestroy(e->stream);
+    free(e->buckets);
+    if (e->event_fd >= 0)
+        close(e->event_fd);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+/* Warm-up + capture of every bucket on a 1-token dummy batch (graphs=all). */
+static int s_capture_all(s_cuda_t *e, com_error_t *err) {
+    const int32_t ids[1] = {0}, cu[2] = {0, 1};
+    for (int32_t bi = 0; bi < e->n_buckets; bi++) {
+        /* the layout depends on the bucket: pack the dummy for this one */
+        int32_t *d = calloc(wrk_bert_cuda_input_words(e->buckets[bi]), sizeof *d);
+        if (!d)
+            return com_error_set(err, COM_ENOMEM, "engine: out of memory");
+        wrk_bert_cuda_pack(d, e->buckets[bi], ids, NULL, cu, 1, e->info.embedding_dim, false);
+        cudaError_t ce = cudaMemcpy(wrk_bert_cuda_input(e->model), d,
+                                    wrk_bert_cuda_input_words(e->buckets[bi]) * sizeof *d,
+                                    cudaMemcpyHostToDevice);
+        free(d);
+        int rc = 0;
+        if (ce != cudaSuccess)
+            rc = kern_check_fail(err, "cudaMemcpy(dummy input)", cudaGetErrorName(ce),
+                                 cudaGetErrorString(ce), __func__, __FILE__, __LINE__);
+        if (rc == 0)
+            rc = wrk_bert_cuda_forward(e->model, bi, e->stream, err);
+        if (rc == 0) {
+            e->stats.eager_runs++;
+            rc = s_capture(e, bi, err);
+        }
+        if (rc == 0 && (ce = cudaStreamSynchronize(e->stream)) != cudaSuccess)
+            rc = kern_check_fail(err, "cudaStreamSynchronize(warm-up)", cudaGetErrorName(ce),
+                                 cudaGetErrorString(ce), __func__, __FILE__, __LINE__);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_t device,
+                    void **out, const com_model_info_t **info_out, int32_t *max_tokens_out,
+                    com_error_t *err) {
+    *out = NULL;
+    int rc;
+    int32_t max_tokens = opts ? opts->max_batch_tokens : 0;
+    int32_t graph_mode = 0;
+    const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL;
+    if (o) {
+        if (strcmp(o, ",graphs=lazy") == 0)
+            graph_mode = 0;
+        else if (strcmp(o, ",graphs=all") == 0)
+            graph_mode = 1;
+        else if (strcmp(o, ",graphs=off") == 0)
+            graph_mode = 2;
+        else
+            return com_error_set(err, COM_EINVAL,
+                                 "engine cuda: device option \"%s\" (want ,graphs=lazy|all|off)",
+                                 o + 1);
+    }
+    if (max_tokens < 0 || max_tokens > (1 << 20))
+        return com_error_set(err, COM_EINVAL, "engine cuda: max_batch_tokens %d", (int)max_tokens);
+    if (max_tokens == 0)
+        max_tokens = S_DEFAULT_MAX_TOKENS;
+    int n_dev = 0;
+    cudaError_t ce = cudaGetDeviceCount(&n_dev);
+    if (ce != cudaSuccess || n_dev < 1)
+        return com_error_set(err, COM_EUNSUPPORTED, "engine: no CUDA device (%s)",
+                             ce != cudaSuccess ? cudaGetErrorString(ce) : "count 0");
+    if (device >= n_dev)
+        return com_error_set(err, COM_EUNSUPPORTED, "engine: cuda:%d requested, %d device(s)",
+                             (int)device, n_dev);
+    s_cuda_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return com_error_set(err, COM_ENOMEM, "engine: out of memory");
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    atomic_init(&e->broken, 0);
+    e->device = device;
+    e->max_tokens = max_tokens;
+    e->graph_mode = graph_mode;
+    e->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (e->event_fd < 0) {
+        rc = com_error_set(err, COM_EINTERNAL, "engine: eventfd failed");
+        goto err;
+    }
+#define S_CUDA(stmt)                                                                               \
+    do {                                                                                           \
+        cudaError_t ce_ = (stmt);                                                                  \
+        if (ce_ != cudaSuccess) {                                                                  \
+            rc = kern_check_fail(err, #stmt, cudaGetErrorName(ce_), cudaGetErrorString(ce_),       \
+                                 __func__, __FILE__, __LINE__);                                    \
+            goto err;                                                                              \
+        }                                                                                          \
+    } while (0)
+    S_CUDA(cudaSetDevice(device));
+    if ((rc = com_model_info_load(model_dir, &e->info, err)) != 0)
+        goto err;
+    const int32_t max_bucket = wrk_cuda_bucket_tokens(max_tokens);
+    e->n_buckets = 0;
+    for (int32_t T = 64; T <= max_bucket; T = wrk_cuda_bucket_tokens(T + 1))
+        e->n_buckets++;
+    e->buckets = malloc((size_t)e->n_buckets * sizeof *e->buckets);
+    e->graphs = calloc((size_t)e->n_buckets, sizeof *e->graphs);
+    if (!e->buckets || !e->graphs) {
+        rc = com_error_set(err, COM_ENOMEM, "engine: out of memory");
+        goto err;
+    }
+    for (int32_t i = 0, T = 64; T <= max_bucket; T = wrk_cuda_bucket_tokens(T + 1))
+        e->buckets[i++] = T;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
+    if ((rc = wrk_bert_cuda_new(&e->info, path, e->buckets, e->n_buckets, &e->model, err)) != 0)
+        goto err;
+    S_CUDA(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
+    const size_t in_bytes = wrk_bert_cuda_input_words(max_bucket) * sizeof(int32_t);
+    const size_t out_bytes = (size_t)max_bucket * (size_t)e->info.hidden_size * sizeof(float);
+    for (int i = 0; i < S_SLOTS; i++) {
+        S_CUDA(cudaHostAlloc((void **)&e->slots[i].in_host, in_bytes, cudaHostAllocDefault));
+        S_CUDA(cudaHostAlloc((void **)&e->slots[i].out_host, out_bytes, cudaHostAllocDefault));
+        S_CUDA(cudaEventCreateWithFlags(&e->slots[i].ev, cudaEventDisableTiming));
+    }
+    e->stats.device = device;
+    e->stats.n_buckets = e->n_buckets;
+    e->stats.max_bucket = max_bucket;
+    e->stats.device_bytes = wrk_bert_cuda_device_bytes(e->model);
+    e->stats.pinned_bytes = S_SLOTS * (in_bytes + out_bytes);
+    if (graph_mode == 1 && (rc = s_capture_all(e, err)) != 0)
+        goto err;
+    if (pthread_create(&e->thread, NULL, s_completion_main, e) != 0) {
+        rc = com_error_set(err, COM_EINTERNAL, "engine: cannot start the completion thread");
+        goto err;
+    }
+    e->thread_started = true;
+#undef S_CUDA
+    {
+        struct cudaDeviceProp prop;
+        const char *name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "?";
+        COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), bf16, %d buckets up to %d "
+                 "tokens, graphs %s%s, %.1f MiB device memory",
+                 (int)device, name, model_dir, e->info.architecture, (int)e->info.num_layers,
+                 (int)e->info.hidden_size, (int)e->n_buckets, (int)max_bucket,
+                 graph_mode == 0   ? "lazy"
+                 : graph_mode == 1 ? "captured at start"
+                                   : "off",
+                 "", (double)e->stats.device_bytes / (1 << 20));
+    }
+    *out = e;
+    *info_out = &e->info;
+    *max_tokens_out = max_tokens;
+    return 0;
+err:
+    s_destroy(e);
+    return rc ? rc : COM_EINTERNAL;
+}
+
+static int s_event_fd(const void *impl) {
+    return ((const s_cuda_t *)impl)->event_fd;
+}
+
+int wrk_engine_cuda_stats(const wrk_engine_t *e, wrk_cuda_stats_t *st, com_error_t *err) {
+    const wrk_backend_t *be = NULL;
+    const s_cuda_t *c = wrk_engine_impl(e, &be);
+    if (be != &wrk_backend_cuda)
+        return com_error_set(err, COM_EINVAL, "engine: not a cuda engine");
+    *st = c->stats;
+    return 0;
+}
+
+static int s_health(const void *impl, com_error_t *err) {
+    s_cuda_t *e = (s_cuda_t *)impl;
+    return atomic_load(&e->broken) ? s_broken_error(e, err) : 0;
+}
+
+const wrk_backend_t wrk_backend_cuda = {.name = "cuda",
+                                        .create = s_create,
+                                        .destroy = s_destroy,
+                                        .event_fd = s_event_fd,
+                                        .health = s_health,
+                                        .submit = s_submit};

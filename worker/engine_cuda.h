@@ -1,0 +1,37 @@
+/* worker/engine_cuda.h — extras of the "cuda" engine backend (worker/engine_cuda.c) for tests,
+ * benches and the worker's status: the bucket rule and counters. The engine itself is used
+ * through worker/engine.h with opts.device = "cuda:N". */
+#ifndef EMBER_WORKER_ENGINE_CUDA_H
+#define EMBER_WORKER_ENGINE_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "worker/engine.h"
+
+/* The bucket rule, in one place: a batch of n_tokens (>= 1) tokens runs padded to
+ *   n <= 1024: the next multiple of 64      (64, 128, ..., 1024: 16 buckets)
+ *   n >  1024: the next multiple of 256     (1280, 1536, ...)
+ * Fine steps where batches are latency-bound (padding costs launch-bound time there), coarse
+ * ones where they are compute-bound (padding costs <= 256 / n). The engine's buckets are every
+ * value of this rule up to wrk_cuda_bucket_tokens(max_batch_tokens): 76 for 16384. */
+int32_t wrk_cuda_bucket_tokens(int32_t n_tokens);
+
+typedef struct wrk_cuda_stats {
+    int32_t device;         /* CUDA device index */
+    int32_t n_buckets;      /* buckets planned */
+    int32_t max_bucket;     /* largest bucket (tokens) */
+    int32_t n_graphs;       /* CUDA graphs captured so far (at most one per bucket) */
+    double capture_ms;      /* total time spent capturing + instantiating them */
+    int64_t eager_runs;     /* forward passes launched kernel by kernel */
+    int64_t graph_launches; /* forward passes launched as a graph */
+    size_t device_bytes;    /* weights + activations + cuBLASLt workspace */
+    size_t pinned_bytes;    /* host staging (input + output slots) */
+} wrk_cuda_stats_t;
+
+/* Fills *st for a cuda engine. Call from the submitting thread (the counters are its own).
+ * Returns 0, or COM_EINVAL when e is not a cuda engine. */
+int wrk_engine_cuda_stats(const wrk_engine_t *e, wrk_cuda_stats_t *st, com_error_t *err);
+
+#endif

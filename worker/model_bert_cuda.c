@@ -1,0 +1,392 @@
+/* worker/model_bert_cuda.c — BERT weights and forward pass on a CUDA device (see
+ * model_bert_cuda.h; the CPU twin is worker/model_bert.c, whose tensor naming it follows).
+ *
+ * Weights: names with or without "bert."; each com_safetensors_expect-ed with the configured
+ * shape, converted through fp32 to bf16 on the host (round to nearest even) and copied once;
+ * Q, K, V concatenated into Wqkv [3H, H] / bqkv [3H]. LayerNorm gamma/beta stay fp32.
+ *
+ * Activations (T = the largest bucket, H hidden, I intermediate), all planned here, zeroed once:
+ *   in     int32 [4 + 4T + 1]   the input area (wrk_bert_cuda_input_words)
+ *   h32    fp32  [T, H]         residual stream (LayerNorm outputs, kept in fp32)
+ *   hb     bf16  [T, H]         the same rounded to bf16: the next GEMM's input
+ *   big    bf16  [T, max(3H,I)] QKV, later the FFN intermediate
+ *   ctx    bf16  [T, H]         attention output
+ *   tmp    bf16  [T, H]         output projections (bias fused in the GEMM epilogue)
+ *   out    fp32  [T, H]         pooled embeddings [n_seqs, out_dim]
+ *   ws     32 MiB               cuBLASLt workspace (every plan is chosen to fit it)
+ * Per layer (bucket T): qkv = hb Wqkv^T + bqkv (cuBLASLt, BIAS epilogue); ctx = attention;
+ * tmp = ctx Wo^T + bo; h32,hb = LN(tmp + h32); big = hb W1^T; big = GELU(big + b1);
+ * tmp = big W2^T + b2; h32,hb = LN(tmp + h32). Then pooling from h32 into out. Padding rows
+ * [n_tokens, T) of hb are zeros (embedding kernel) and stay finite everywhere else.
+ * Thread: the engine's submitting thread; stream: the one passed to forward. */
+#include "worker/model_bert_cuda.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/safetensors.h"
+#include "kernels/add_layernorm.h"
+#include "kernels/attention.h"
+#include "kernels/bias_gelu.h"
+#include "kernels/embed_layernorm.h"
+#include "kernels/kern_cuda.h"
+#include "kernels/linear.h"
+#include "kernels/pool.h"
+
+#define S_WORKSPACE_BYTES ((size_t)32 << 20)
+
+enum { S_QKV = 0, S_OUT, S_FF1, S_FF2, S_N_GEMM };
+
+typedef struct s_layer {
+    uint16_t *wqkv, *bqkv; /* [3H, H], [3H] bf16 */
+    uint16_t *wo, *bo;     /* [H, H], [H] */
+    float *ln1_g, *ln1_b;  /* [H] fp32 */
+    uint16_t *w1, *b1;     /* [I, H], [I] */
+    uint16_t *w2, *b2;     /* [H, I], [H] */
+    float *ln2_g, *ln2_b;
+} s_layer_t;
+
+struct wrk_bert_cuda {
+    com_model_info_t info;
+    int32_t n_buckets;
+    int32_t *buckets;           /* [n_buckets] ascending */
+    kern_linear_plan_t **plans; /* [n_buckets * S_N_GEMM] */
+    cublasLtHandle_t lt;
+    uint16_t *word, *pos, *type; /* bf16 tables */
+    float *emb_g, *emb_b;
+    s_layer_t *layers;
+    void **allocs; /* every cudaMalloc, for destroy */
+    size_t n_allocs, cap_allocs, bytes;
+    int32_t *in;
+    float *h32, *out;
+    uint16_t *hb, *big, *ctx, *tmp;
+    void *ws;
+};
+
+static int s_dalloc(wrk_bert_cuda_t *m, size_t bytes, void **p, com_error_t *err) {
+    if (m->n_allocs == m->cap_allocs) {
+        size_t cap = m->cap_allocs ? 2 * m->cap_allocs : 128;
+        void **a = realloc(m->allocs, cap * sizeof *a);
+        if (!a)
+            return com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
+        m->allocs = a;
+        m->cap_allocs = cap;
+    }
+    KERN_CUDA_TRY(cudaMalloc(p, bytes ? bytes : 16), err);
+    m->allocs[m->n_allocs++] = *p;
+    m->bytes += bytes;
+    return 0;
+}
+
+/* Copies n fp32 values to the device as bf16 (as_bf16) or fp32 into dst (allocated). */
+static int s_upload(wrk_bert_cuda_t *m, const float *src, size_t n, bool as_bf16, void **dst,
+                    com_error_t *err) {
+    int rc = s_dalloc(m, n * (as_bf16 ? 2 : 4), dst, err);
+    if (rc != 0)
+        return rc;
+    if (!as_bf16) {
+        KERN_CUDA_TRY(cudaMemcpy(*dst, src, n * 4, cudaMemcpyHostToDevice), err);
+        return 0;
+    }
+    uint16_t *b = malloc(n * sizeof *b);
+    if (!b)
+        return com_error_set(err, COM_ENOMEM, "bert cuda: out of memory (%zu values)", n);
+    for (size_t i = 0; i < n; i++)
+        b[i] = kern_bf16_from_f32(src[i]);
+    cudaError_t ce = cudaMemcpy(*dst, b, n * 2, cudaMemcpyHostToDevice);
+    free(b);
+    KERN_CUDA_TRY(ce, err);
+    return 0;
+}
+
+/* Reads prefix+name ([d0] or [d0, d1]) as fp32 into host buf (n values). */
+static int s_read(const com_safetensors_t *st, const char *prefix, const char *name, int32_t nd,
+                  int64_t d0, int64_t d1, float *buf, com_error_t *err) {
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    const int64_t dims[2] = {d0, d1};
+    const com_tensor_t *t = com_safetensors_expect(st, full, nd, dims, err);
+    if (!t)
+        return err && err->code ? err->code
+                                : com_error_set(err, COM_EFORMAT, "tensor %s missing", full);
+    size_t n = com_tensor_numel(t);
+    if (com_tensor_to_f32(t, buf, n, err) != 0)
+        return com_error_prefix(err, "tensor %s", full);
+    return 0;
+}
+
+static int s_load(wrk_bert_cuda_t *m, const char *path, com_error_t *err) {
+    const com_model_info_t *in = &m->info;
+    com_safetensors_t *st = NULL;
+    int rc = com_safetensors_open(path, &st, err);
+    if (rc != 0)
+        return rc;
+    const char *pre = com_safetensors_find(st, "bert.embeddings.word_embeddings.weight") &&
+                              !com_safetensors_find(st, "embeddings.word_embeddings.weight")
+                          ? "bert."
+                          : "";
+    const int64_t H = in->hidden_size, I = in->intermediate_size;
+    size_t big = (size_t)in->vocab_size * H;
+    size_t need[] = {(size_t)in->max_position_embeddings * H, 3 * (size_t)H * H, (size_t)I * H};
+    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+        big = need[i] > big ? need[i] : big;
+    float *buf = malloc(big * sizeof *buf);
+    if (!buf) {
+        com_safetensors_destroy(&st);
+        return com_error_set(err, COM_ENOMEM, "bert cuda: out of memory (%zu floats)", big);
+    }
+#define LOAD(dst, name, nd, a, b, bf)                                                              \
+    do {                                                                                           \
+        if ((rc = s_read(st, pre, (name), (nd), (a), (b), buf, err)) != 0 ||                       \
+            (rc = s_upload(m, buf, (size_t)(a) * ((nd) == 2 ? (size_t)(b) : 1), (bf),              \
+                           (void **)&(dst), err)) != 0)                                            \
+            goto out;                                                                              \
+    } while (0)
+    LOAD(m->word, "embeddings.word_embeddings.weight", 2, in->vocab_size, H, true);
+    LOAD(m->pos, "embeddings.position_embeddings.weight", 2, in->max_position_embeddings, H, true);
+    LOAD(m->type, "embeddings.token_type_embeddings.weight", 2, in->type_vocab_size, H, true);
+    LOAD(m->emb_g, "embeddings.LayerNorm.weight", 1, H, 0, false);
+    LOAD(m->emb_b, "embeddings.LayerNorm.bias", 1, H, 0, false);
+    for (int32_t l = 0; l < in->num_layers; l++) {
+        s_layer_t *L = &m->layers[l];
+        char n[160];
+        static const char *const qkv[3] = {"query", "key", "value"};
+        for (int j = 0; j < 3; j++) {
+            snprintf(n, sizeof n, "encoder.layer.%d.attention.self.%s.weight", (int)l, qkv[j]);
+            if ((rc = s_read(st, pre, n, 2, H, H, buf + (size_t)j * H * H, err)) != 0)
+                goto out;
+        }
+        if ((rc = s_upload(m, buf, 3 * (size_t)H * H, true, (void **)&L->wqkv, err)) != 0)
+            goto out;
+        for (int j = 0; j < 3; j++) {
+            snprintf(n, sizeof n, "encoder.layer.%d.attention.self.%s.bias", (int)l, qkv[j]);
+            if ((rc = s_read(st, pre, n, 1, H, 0, buf + (size_t)j * H, err)) != 0)
+                goto out;
+        }
+        if ((rc = s_upload(m, buf, 3 * (size_t)H, true, (void **)&L->bqkv, err)) != 0)
+            goto out;
+#define LOADL(dst, fmt, nd, a, b, bf)                                                              \
+    do {                                                                                           \
+        snprintf(n, sizeof n, fmt, (int)l);                                                        \
+        LOAD(dst, n, nd, a, b, bf);                                                                \
+    } while (0)
+        LOADL(L->wo, "encoder.layer.%d.attention.output.dense.weight", 2, H, H, true);
+        LOADL(L->bo, "encoder.layer.%d.attention.output.dense.bias", 1, H, 0, true);
+        LOADL(L->ln1_g, "encoder.layer.%d.attention.output.LayerNorm.weight", 1, H, 0, false);
+        LOADL(L->ln1_b, "encoder.layer.%d.attention.output.LayerNorm.bias", 1, H, 0, false);
+        LOADL(L->w1, "encoder.layer.%d.intermediate.dense.weight", 2, I, H, true);
+        LOADL(L->b1, "encoder.layer.%d.intermediate.dense.bias", 1, I, 0, true);
+        LOADL(L->w2, "encoder.layer.%d.output.dense.weight", 2, H, I, true);
+        LOADL(L->b2, "encoder.layer.%d.output.dense.bias", 1, H, 0, true);
+        LOADL(L->ln2_g, "encoder.layer.%d.output.LayerNorm.weight", 1, H, 0, false);
+        LOADL(L->ln2_b, "encoder.layer.%d.output.LayerNorm.bias", 1, H, 0, false);
+#undef LOADL
+    }
+#undef LOAD
+out:
+    free(buf);
+    com_safetensors_destroy(&st);
+    if (rc != 0)
+        com_error_prefix(err, "%s", path);
+    return rc;
+}
+
+size_t wrk_bert_cuda_input_words(int32_t T) {
+    return 4 + 4 * (size_t)T + 1;
+}
+
+void wrk_bert_cuda_pack(int32_t *dst, int32_t T, const int32_t *ids, const int32_t *types,
+                        const int32_t *cu, int32_t n_seqs, int32_t out_dim, bool normalize) {
+    const int32_t base = cu[0], n_tokens = cu[n_seqs] - base;
+    dst[0] = n_seqs;
+    dst[1] = n_tokens;
+    dst[2] = out_dim;
+    dst[3] = normalize ? 1 : 0;
+    int32_t *d_ids = dst + 4, *d_seq = d_ids + T, *d_types = d_seq + T, *d_cu = d_types + T;
+    memcpy(d_ids, ids + base, (size_t)n_tokens * sizeof *ids);
+    if (types)
+        memcpy(d_types, types + base, (size_t)n_tokens * sizeof *types);
+    else
+        memset(d_types, 0, (size_t)n_tokens * sizeof *types);
+    for (int32_t s = 0; s < n_seqs; s++) {
+        d_cu[s] = cu[s] - base;
+        for (int32_t t = cu[s] - base; t < cu[s + 1] - base; t++)
+            d_seq[t] = s;
+    }
+    d_cu[n_seqs] = n_tokens;
+}
+
+void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p) {
+    if (!self_p || !*self_p)
+        return;
+    wrk_bert_cuda_t *m = *self_p;
+    if (m->plans)
+        for (int32_t i = 0; i < m->n_buckets * S_N_GEMM; i++)
+            kern_linear_plan_destroy(&m->plans[i]);
+    free(m->plans);
+    if (m->lt)
+        cublasLtDestroy(m->lt);
+    for (size_t i = 0; i < m->n_allocs; i++)
+        cudaFree(m->allocs[i]);
+    free(m->allocs);
+    free(m->layers);
+    free(m->buckets);
+    free(m);
+    *self_p = NULL;
+}
+
+int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
+                      const int32_t *buckets, int32_t n_buckets, wrk_bert_cuda_t **out,
+                      com_error_t *err) {
+    *out = NULL;
+    if (info->family != COM_FAMILY_BERT)
+        return com_error_set(err, COM_EUNSUPPORTED, "bert cuda: model family %d is not BERT",
+                             (int)info->family);
+    if (info->hidden_act != COM_ACT_GELU_ERF)
+        return com_error_set(err, COM_EUNSUPPORTED,
+                             "bert cuda: activation %d not supported (only gelu)",
+                             (int)info->hidden_act);
+    if (info->hidden_size != info->num_heads * info->head_dim ||
+        (info->head_dim != 32 && info->head_dim != 64) || info->hidden_size % 8 != 0 ||
+        info->intermediate_size % 8 != 0)
+        return com_error_set(err, COM_EUNSUPPORTED,
+                             "bert cuda: hidden %d, heads %d x head_dim %d, intermediate %d "
+                             "(supported: head_dim 32 or 64, sizes multiples of 8)",
+                             (int)info->hidden_size, (int)info->num_heads, (int)info->head_dim,
+                             (int)info->intermediate_size);
+    if (n_buckets < 1)
+        return com_error_set(err, COM_EINVAL, "bert cuda: no buckets");
+    wrk_bert_cuda_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
+    int rc = COM_ENOMEM;
+    m->info = *info;
+    m->n_buckets = n_buckets;
+    m->buckets = malloc((size_t)n_buckets * sizeof *m->buckets);
+    m->plans = calloc((size_t)n_buckets * S_N_GEMM, sizeof *m->plans);
+    m->layers = calloc((size_t)info->num_layers, sizeof *m->layers);
+    if (!m->buckets || !m->plans || !m->layers) {
+        rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
+        goto err;
+    }
+    memcpy(m->buckets, buckets, (size_t)n_buckets * sizeof *buckets);
+    if ((rc = s_load(m, weights_path, err)) != 0)
+        goto err;
+    const size_t T = (size_t)buckets[n_buckets - 1], H = (size_t)info->hidden_size;
+    const size_t I = (size_t)info->intermediate_size, wide = 3 * H > I ? 3 * H : I;
+    if ((rc = s_dalloc(m, wrk_bert_cuda_input_words((int32_t)T) * 4, (void **)&m->in, err)) ||
+        (rc = s_dalloc(m, T * H * 4, (void **)&m->h32, err)) ||
+        (rc = s_dalloc(m, T * H * 2, (void **)&m->hb, err)) ||
+        (rc = s_dalloc(m, T * wide * 2, (void **)&m->big, err)) ||
+        (rc = s_dalloc(m, T * H * 2, (void **)&m->ctx, err)) ||
+        (rc = s_dalloc(m, T * H * 2, (void **)&m->tmp, err)) ||
+        (rc = s_dalloc(m, T * H * 4, (void **)&m->out, err)) ||
+        (rc = s_dalloc(m, S_WORKSPACE_BYTES, &m->ws, err)))
+        goto err;
+    /* zero the activations once: padding rows are then finite from the first batch on */
+    {
+        void *const bufs[] = {m->in, m->h32, m->hb, m->big, m->ctx, m->tmp, m->out};
+        const size_t sizes[] = {wrk_bert_cuda_input_words((int32_t)T) * 4,
+                                T * H * 4,
+                                T * H * 2,
+                                T * wide * 2,
+                                T * H * 2,
+                                T * H * 2,
+                                T * H * 4};
+        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
+            cudaError_t ce = cudaMemset(bufs[i], 0, sizes[i]);
+            if (ce != cudaSuccess) {
+                rc = kern_check_fail(err, "cudaMemset(activations)", cudaGetErrorName(ce),
+                                     cudaGetErrorString(ce), __func__, __FILE__, __LINE__);
+                goto err;
+            }
+        }
+    }
+    {
+        cublasStatus_t st = cublasLtCreate(&m->lt);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            rc = kern_check_fail(err, "cublasLtCreate(&m->lt)", "cublasStatus",
+                                 cublasLtGetStatusString(st), __func__, __FILE__, __LINE__);
+            m->lt = NULL;
+            goto err;
+        }
+    }
+    for (int32_t b = 0; b < n_buckets; b++) {
+        const int32_t n = buckets[b], h = (int32_t)H, inter = (int32_t)I;
+        kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
+        if ((rc = kern_linear_plan_new(m->lt, n, h, 3 * h, true, S_WORKSPACE_BYTES, 0, &p[S_QKV],
+                                       err)) ||
+            (rc = kern_linear_plan_new(m->lt, n, h, h, true, S_WORKSPACE_BYTES, 0, &p[S_OUT],
+                                       err)) ||
+            (rc = kern_linear_plan_new(m->lt, n, h, inter, false, S_WORKSPACE_BYTES, 0, &p[S_FF1],
+                                       err)) ||
+            (rc = kern_linear_plan_new(m->lt, n, inter, h, true, S_WORKSPACE_BYTES, 0, &p[S_FF2],
+                                       err)))
+            goto err;
+    }
+    *out = m;
+    return 0;
+err:
+    wrk_bert_cuda_destroy(&m);
+    return rc ? rc : COM_EINTERNAL;
+}
+
+int32_t *wrk_bert_cuda_input(wrk_bert_cuda_t *m) {
+    return m->in;
+}
+
+const float *wrk_bert_cuda_output(wrk_bert_cuda_t *m) {
+    return m->out;
+}
+
+size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m) {
+    return m->bytes;
+}
+
+int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t stream, com_error_t *err) {
+    if (bi < 0 || bi >= m->n_buckets)
+        return com_error_set(err, COM_EINVAL, "bert cuda forward: bucket index %d", (int)bi);
+    const com_model_info_t *in = &m->info;
+    const int32_t T = m->buckets[bi], H = in->hidden_size, I = in->intermediate_size;
+    const float eps = in->layer_norm_eps;
+    const int32_t *meta = m->in, *ids = m->in + 4, *seq = ids + T, *types = seq + T,
+                  *cu = types + T;
+    const int32_t *n_seqs = meta, *n_tokens = meta + 1, *out_dim = meta + 2, *norm = meta + 3;
+    kern_linear_plan_t *const *p = m->plans + (size_t)bi * S_N_GEMM;
+    const kern_attention_params_t ap = {in->num_heads, in->num_heads, in->head_dim,
+                                        1.0f / sqrtf((float)in->head_dim), false};
+    int rc;
+#define S_TRY(call)                                                                                \
+    do {                                                                                           \
+        if ((rc = (call)) != 0)                                                                    \
+            return rc;                                                                             \
+    } while (0)
+    S_TRY(kern_embed_layernorm_cuda(m->h32, m->hb, ids, types, seq, cu, n_tokens, T, m->word,
+                                    m->pos, m->type, m->emb_g, m->emb_b, H, eps, stream, err));
+    for (int32_t l = 0; l < in->num_layers; l++) {
+        const s_layer_t *L = &m->layers[l];
+        S_TRY(kern_linear_cuda(m->lt, p[S_QKV], m->big, m->hb, L->wqkv, L->bqkv, m->ws,
+                               S_WORKSPACE_BYTES, stream, err));
+        S_TRY(kern_attention_cuda(&ap, m->ctx, H, m->big, 3 * H, m->big + H, 3 * H, m->big + 2 * H,
+                                  3 * H, cu, seq, n_tokens, T, stream, err));
+        S_TRY(kern_linear_cuda(m->lt, p[S_OUT], m->tmp, m->ctx, L->wo, L->bo, m->ws,
+                               S_WORKSPACE_BYTES, stream, err));
+        S_TRY(kern_add_layernorm_cuda(m->h32, m->hb, m->tmp, NULL, m->h32, L->ln1_g, L->ln1_b, T,
+                                      n_tokens, H, eps, stream, err));
+        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], m->big, m->hb, L->w1, NULL, m->ws,
+                               S_WORKSPACE_BYTES, stream, err));
+        S_TRY(kern_bias_gelu_cuda(m->big, L->b1, T, n_tokens, I, stream, err));
+        S_TRY(kern_linear_cuda(m->lt, p[S_FF2], m->tmp, m->big, L->w2, L->b2, m->ws,
+                               S_WORKSPACE_BYTES, stream, err));
+        S_TRY(kern_add_layernorm_cuda(m->h32, m->hb, m->tmp, NULL, m->h32, L->ln2_g, L->ln2_b, T,
+                                      n_tokens, H, eps, stream, err));
+    }
+    const kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
+                                  : in->pooling == COM_POOL_LAST ? KERN_POOL_LAST
+                                                                 : KERN_POOL_MEAN;
+    S_TRY(kern_pool_cuda(m->out, m->h32, cu, n_seqs, out_dim, norm, T, H, mode, stream, err));
+#undef S_TRY
+    return 0;
+}

@@ -1,0 +1,62 @@
+/* worker/model_bert_cuda.h — the BERT encoder on one CUDA device, bf16 weights and activations
+ * with fp32 accumulation, fp32 residual stream and fp32 pooled output; the GPU twin of
+ * worker/model_bert.h, built from the CUDA kernels in kernels/ (the .cu files).
+ *
+ * Memory is planned once, at creation, for the largest bucket (T = buckets[n_buckets - 1]); the
+ * forward pass allocates nothing. Everything a batch changes lives in one device input area
+ * whose layout depends only on the bucket (wrk_bert_cuda_pack writes it on the host; the engine
+ * copies it with one cudaMemcpyAsync), so the kernels read counts and boundaries from device
+ * memory and one CUDA graph per bucket serves any mix of sequences.
+ *
+ * Thread-safety: a model is used by one thread at a time (the engine's submitting thread); the
+ * forward pass enqueues on the stream it is given and returns before the GPU runs it. */
+#ifndef EMBER_WORKER_MODEL_BERT_CUDA_H
+#define EMBER_WORKER_MODEL_BERT_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/model_info.h"
+
+struct CUstream_st;
+
+typedef struct wrk_bert_cuda wrk_bert_cuda_t;
+
+/* Input area for bucket T, int32 words:
+ *   [0] n_seqs  [1] n_tokens  [2] out_dim  [3] normalize (0/1)
+ *   [4, 4+T)        token ids            [4+T, 4+2T)  sequence index of each token
+ *   [4+2T, 4+3T)    token type ids       [4+3T, 4+4T+1) cu_seqlens (first n_seqs + 1 used)
+ * Only the first n_tokens entries of each token section are meaningful. */
+size_t wrk_bert_cuda_input_words(int32_t bucket_tokens);
+
+/* Writes the input area for one chunk into dst (host, wrk_bert_cuda_input_words(bucket) words):
+ * sequences given by cu (host, cu[0] may be non-zero: it is rebased), ids/types (host, indexed
+ * from cu[0]; types NULL = all 0). Preconditions (validated by the engine): n_tokens = cu[n_seqs]
+ * - cu[0] <= bucket_tokens, 1 <= out_dim <= hidden. */
+void wrk_bert_cuda_pack(int32_t *dst, int32_t bucket_tokens, const int32_t *ids,
+                        const int32_t *types, const int32_t *cu, int32_t n_seqs, int32_t out_dim,
+                        bool normalize);
+
+/* Loads weights_path onto the current CUDA device (bf16, Q/K/V fused, LayerNorm parameters
+ * fp32), plans activations for the largest of buckets[0..n_buckets) (ascending) and one cuBLASLt
+ * algorithm per GEMM and bucket (heuristic run here, once). Returns 0 with *out, or
+ * COM_EIO / COM_EFORMAT / COM_EUNSUPPORTED (activation, head_dim not 32/64, hidden % 8) /
+ * COM_ENOMEM / COM_EINTERNAL (CUDA or cuBLASLt failed; err says where) with *out NULL. */
+int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
+                      const int32_t *buckets, int32_t n_buckets, wrk_bert_cuda_t **out,
+                      com_error_t *err);
+void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p);
+
+int32_t *wrk_bert_cuda_input(wrk_bert_cuda_t *m);      /* device input area (largest bucket) */
+const float *wrk_bert_cuda_output(wrk_bert_cuda_t *m); /* device [n_seqs, out_dim] fp32 */
+size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m); /* weights + activations + ws */
+
+/* Enqueues the whole forward pass for bucket buckets[bucket_index] on stream (capturable: no
+ * allocation, no synchronisation, no host reads of device data). Returns 0 or COM_EINTERNAL /
+ * COM_EINVAL with err. */
+int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bucket_index, struct CUstream_st *stream,
+                          com_error_t *err);
+
+#endif
