@@ -9,6 +9,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum {
     COM_OK = 0,
     COM_EINVAL = -1,       /* bad argument or bad input from a caller */
@@ -42,5 +46,9 @@ void com_error_clear(com_error_t *err);
 
 /* Short stable name of a code ("EINVAL", "EFORMAT", ...); "E?" for unknown codes. */
 const char *com_error_name(int code);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,21 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
-
-#ifdef EMBER_HAVE_CUDA
-#include <stdbool.h>
-#include <stddef.h>
-
-#ifdef __cplusplus
-extern "C" { /* common/error.h has no C++ guard of its own */
-#include "common/error.h"
-}
-#else
-#include "common/error.h"
-#endif
-struct CUstream_st; /* cudaStream_t */
-#endif
+#include "kernels/kern_abi.h"
 
 #ifdef __cplusplus
 extern "C" {

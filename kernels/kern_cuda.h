@@ -23,13 +23,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
-#ifdef __cplusplus
-extern "C" { /* common/error.h has no C++ guard of its own */
 #include "common/error.h"
-}
-#else
-#include "common/error.h"
-#endif
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,20 +4,9 @@
 #ifndef EMBER_KERNELS_LINEAR_H
 #define EMBER_KERNELS_LINEAR_H
 
-#include <stdint.h>
+#include "kernels/kern_abi.h"
 
 #ifdef EMBER_HAVE_CUDA
-#include <stdbool.h>
-#include <stddef.h>
-
-#ifdef __cplusplus
-extern "C" { /* common/error.h has no C++ guard of its own */
-#include "common/error.h"
-}
-#else
-#include "common/error.h"
-#endif
-struct CUstream_st;     /* cudaStream_t */
 struct cublasLtContext; /* cublasLtHandle_t */
 #endif
 
