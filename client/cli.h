@@ -56,11 +56,13 @@ typedef struct cli_sink {
     char *tmp_path; /* temporary path while writing */
 } cli_sink_t;
 
-int cli_sink_open(cli_sink_t *sink, const char *path, com_error_t *err);
-/* Flushes and, for a file, renames into place. Returns 0 or COM_EIO. */
-int cli_sink_commit(cli_sink_t *sink, com_error_t *err);
-/* Discards a file sink (removes the temporary file); for stdout only flushes. */
-void cli_sink_abort(cli_sink_t *sink);
+/* Opens the sink (stdout when path is NULL or "-"). Returns 0, or CLI_EXIT_OUTPUT / 
+ * CLI_EXIT_INTERNAL after reporting. */
+int cli_sink_open(cli_sink_t *sink, const char *path);
+/* Ends a run: with rc 0, flushes and (for a file) renames into place, returning 0 or
+ * CLI_EXIT_OUTPUT after reporting; with any other rc, discards a file sink (removes the
+ * temporary file) and returns rc. Accepts a sink that was never opened. */
+int cli_sink_close(cli_sink_t *sink, int rc);
 
 /* Parses a decimal integer in [lo, hi] from s. Returns 0 or -1. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
@@ -72,11 +74,10 @@ typedef struct cli_tokens {
     size_t n;
 } cli_tokens_t;
 
-/* Tokenizes every text with opts. On COM_ETOOLONG (a text over the limit with truncation off)
- * *bad_index names the text. Returns 0 or the tokenizer's error. */
+/* Tokenizes every text with opts. Returns 0, or after reporting CLI_EXIT_INPUT (a text over
+ * the limit with truncation off: the message names its line) or CLI_EXIT_INTERNAL. */
 int cli_tokens_build(const com_tokenizer_t *tok, const cli_texts_t *texts,
-                     const com_encode_opts_t *opts, cli_tokens_t *tokens, size_t *bad_index,
-                     com_error_t *err);
+                     const com_encode_opts_t *opts, cli_tokens_t *tokens);
 void cli_tokens_free(cli_tokens_t *tokens);
 
 /* Loads dir/tokenizer.json; on failure reports to stderr and returns the exit code (else 0). */

@@ -314,7 +314,6 @@ static int s_inproc_main(const s_opts_t *opts) {
     cli_texts_t texts = {0};
     cli_tokens_t tokens = {0};
     cli_sink_t sink = {0};
-    int sink_open = 0;
 
     wrk_engine_opts_t eo = {.device = "cpu",
                             .threads = (int32_t)o.threads,
@@ -353,34 +352,11 @@ static int s_inproc_main(const s_opts_t *opts) {
     com_encode_opts_t eopts = com_encode_opts_default();
     eopts.max_length = (int32_t)max_length;
     eopts.truncate = o.truncate != 0;
-    size_t bad = 0;
-    if (cli_tokens_build(tok, &texts, &eopts, &tokens, &bad, &err) != 0) {
-        if (err.code == COM_ETOOLONG) {
-            fprintf(stderr, "ember: input line %zu: %s (--no-truncate)\n", bad + 1, err.msg);
-            rc = CLI_EXIT_INPUT;
-        } else {
-            cli_report("tokenize", &err);
-            rc = CLI_EXIT_INTERNAL;
-        }
+    if ((rc = cli_tokens_build(tok, &texts, &eopts, &tokens)) != 0 ||
+        (rc = cli_sink_open(&sink, o.output)) != 0)
         goto done;
-    }
-    if (cli_sink_open(&sink, o.output, &err) != 0) {
-        cli_report("output", &err);
-        rc = CLI_EXIT_OUTPUT;
-        goto done;
-    }
-    sink_open = 1;
-    rc = s_run(eng, &tokens, &o, &sink);
-    if (rc == 0) {
-        sink_open = 0;
-        if (cli_sink_commit(&sink, &err) != 0) {
-            cli_report("output", &err);
-            rc = CLI_EXIT_OUTPUT;
-        }
-    }
+    rc = cli_sink_close(&sink, s_run(eng, &tokens, &o, &sink));
 done:
-    if (sink_open)
-        cli_sink_abort(&sink);
     cli_tokens_free(&tokens);
     cli_texts_free(&texts);
     wrk_engine_destroy(&eng);
@@ -517,7 +493,6 @@ static int s_pool_main(const cli_pool_opts_t *p, const char *input, const char *
     com_error_t err = {0};
     cli_texts_t texts = {0};
     cli_sink_t sink = {0};
-    int sink_open = 0;
     if (cli_texts_read(input, &texts, &err) != 0) {
         cli_report("input", &err);
         rc = err.code == COM_ENOMEM ? CLI_EXIT_INTERNAL : CLI_EXIT_INPUT;
@@ -534,23 +509,10 @@ static int s_pool_main(const cli_pool_opts_t *p, const char *input, const char *
             rc = CLI_EXIT_INPUT;
             goto done;
         }
-    if (cli_sink_open(&sink, output, &err) != 0) {
-        cli_report("output", &err);
-        rc = CLI_EXIT_OUTPUT;
+    if ((rc = cli_sink_open(&sink, output)) != 0)
         goto done;
-    }
-    sink_open = 1;
-    rc = s_pool_run(cl, &texts, kind, ro, f32, &sink);
-    if (rc == 0) {
-        sink_open = 0;
-        if (cli_sink_commit(&sink, &err) != 0) {
-            cli_report("output", &err);
-            rc = CLI_EXIT_OUTPUT;
-        }
-    }
+    rc = cli_sink_close(&sink, s_pool_run(cl, &texts, kind, ro, f32, &sink));
 done:
-    if (sink_open)
-        cli_sink_abort(&sink);
     cli_texts_free(&texts);
     ember_client_destroy(&cl);
     return rc;

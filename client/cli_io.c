@@ -111,7 +111,7 @@ void cli_texts_free(cli_texts_t *texts) {
     memset(texts, 0, sizeof *texts);
 }
 
-int cli_sink_open(cli_sink_t *sink, const char *path, com_error_t *err) {
+int cli_sink_open(cli_sink_t *sink, const char *path) {
     memset(sink, 0, sizeof *sink);
     if (!path || strcmp(path, "-") == 0) {
         sink->f = stdout;
@@ -123,56 +123,45 @@ int cli_sink_open(cli_sink_t *sink, const char *path, com_error_t *err) {
     if (!sink->path || !sink->tmp_path) {
         free(sink->path);
         free(sink->tmp_path);
-        return com_error_set(err, COM_ENOMEM, "out of memory");
+        memset(sink, 0, sizeof *sink);
+        fprintf(stderr, "ember: output: out of memory\n");
+        return CLI_EXIT_INTERNAL;
     }
     snprintf(sink->tmp_path, n, "%s.tmp.%ld", path, (long)getpid());
     sink->f = fopen(sink->tmp_path, "wb");
     if (!sink->f) {
-        int e = errno;
+        fprintf(stderr, "ember: output: %s: %s\n", path, strerror(errno));
         free(sink->path);
         free(sink->tmp_path);
-        sink->path = sink->tmp_path = NULL;
-        return com_error_set(err, COM_EIO, "%s: %s", path, strerror(e));
+        memset(sink, 0, sizeof *sink);
+        return CLI_EXIT_OUTPUT;
     }
     return 0;
 }
 
-int cli_sink_commit(cli_sink_t *sink, com_error_t *err) {
-    if (!sink->path) {
-        if (fflush(stdout) != 0 || ferror(stdout))
-            return com_error_set(err, COM_EIO, "stdout: %s", strerror(errno));
-        return 0;
+int cli_sink_close(cli_sink_t *sink, int rc) {
+    if (!sink->f)
+        return rc;
+    if (!sink->path) { /* stdout: nothing to undo, but a failed flush is an output error */
+        if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
+            fprintf(stderr, "ember: output: stdout: %s\n", strerror(errno));
+            rc = CLI_EXIT_OUTPUT;
+        }
+        sink->f = NULL;
+        return rc;
     }
     int bad = ferror(sink->f) != 0;
     bad |= fclose(sink->f) != 0;
-    sink->f = NULL;
-    if (bad || rename(sink->tmp_path, sink->path) != 0) {
-        int e = errno;
+    if (rc == 0 && (bad || rename(sink->tmp_path, sink->path) != 0)) {
+        fprintf(stderr, "ember: output: %s: %s\n", sink->path, strerror(errno));
+        rc = CLI_EXIT_OUTPUT;
+    }
+    if (rc != 0)
         remove(sink->tmp_path);
-        com_error_set(err, COM_EIO, "%s: %s", sink->path, strerror(e));
-        free(sink->path);
-        free(sink->tmp_path);
-        sink->path = sink->tmp_path = NULL;
-        return COM_EIO;
-    }
-    free(sink->path);
-    free(sink->tmp_path);
-    sink->path = sink->tmp_path = NULL;
-    return 0;
-}
-
-void cli_sink_abort(cli_sink_t *sink) {
-    if (!sink->path) {
-        if (sink->f)
-            fflush(sink->f);
-        return;
-    }
-    if (sink->f)
-        fclose(sink->f);
-    remove(sink->tmp_path);
     free(sink->path);
     free(sink->tmp_path);
     memset(sink, 0, sizeof *sink);
+    return rc;
 }
 
 int cli_parse_int(const char *s, long lo, long hi, long *out) {
@@ -188,8 +177,9 @@ int cli_parse_int(const char *s, long lo, long hi, long *out) {
 }
 
 int cli_tokens_build(const com_tokenizer_t *tok, const cli_texts_t *texts,
-                     const com_encode_opts_t *opts, cli_tokens_t *tokens, size_t *bad_index,
-                     com_error_t *err) {
+                     const com_encode_opts_t *opts, cli_tokens_t *tokens) {
+    com_error_t err_buf = {0}, *err = &err_buf;
+    size_t bad = 0;
     memset(tokens, 0, sizeof *tokens);
     size_t cap = texts->n * 16 + 64, used = 0;
     tokens->ids = malloc(cap * sizeof(int32_t));
@@ -205,7 +195,7 @@ int cli_tokens_build(const com_tokenizer_t *tok, const cli_texts_t *texts,
         rc = com_tokenizer_encode(tok, texts->buf + texts->offsets[i], texts->lengths[i], opts,
                                   &enc, err);
         if (rc != 0) {
-            *bad_index = i;
+            bad = i;
             goto done;
         }
         if (used + (size_t)enc.len > cap) {
@@ -226,9 +216,15 @@ int cli_tokens_build(const com_tokenizer_t *tok, const cli_texts_t *texts,
     tokens->n = texts->n;
 done:
     com_encoding_free(&enc);
-    if (rc != 0)
-        cli_tokens_free(tokens);
-    return rc;
+    if (rc == 0)
+        return 0;
+    cli_tokens_free(tokens);
+    if (rc == COM_ETOOLONG) {
+        fprintf(stderr, "ember: input line %zu: %s (--no-truncate)\n", bad + 1, err->msg);
+        return CLI_EXIT_INPUT;
+    }
+    cli_report("tokenize", err);
+    return CLI_EXIT_INTERNAL;
 }
 
 void cli_tokens_free(cli_tokens_t *tokens) {

@@ -113,32 +113,16 @@ int cli_tokenize_main(int argc, char **argv) {
     com_encode_opts_t eopts = com_encode_opts_default();
     eopts.max_length = (int32_t)(max_length ? max_length : info.max_seq_length);
     eopts.truncate = truncate != 0;
-    size_t bad = 0;
-    if (cli_tokens_build(tok, &texts, &eopts, &tokens, &bad, &err) != 0) {
-        if (err.code == COM_ETOOLONG) {
-            fprintf(stderr, "ember: input line %zu: %s (--no-truncate)\n", bad + 1, err.msg);
-            rc = CLI_EXIT_INPUT;
-        } else {
-            cli_report("tokenize", &err);
-            rc = CLI_EXIT_INTERNAL;
-        }
+    if ((rc = cli_tokens_build(tok, &texts, &eopts, &tokens)) != 0 ||
+        (rc = cli_sink_open(&sink, output)) != 0)
         goto done;
-    }
-    if (cli_sink_open(&sink, output, &err) != 0) {
-        cli_report("output", &err);
-        rc = CLI_EXIT_OUTPUT;
-        goto done;
-    }
     for (size_t i = 0; i < tokens.n; i++) {
         fputc('[', sink.f);
         for (size_t k = tokens.starts[i]; k < tokens.starts[i + 1]; k++)
             fprintf(sink.f, k > tokens.starts[i] ? ", %d" : "%d", tokens.ids[k]);
         fputs("]\n", sink.f);
     }
-    if (cli_sink_commit(&sink, &err) != 0) {
-        cli_report("output", &err);
-        rc = CLI_EXIT_OUTPUT;
-    }
+    rc = cli_sink_close(&sink, 0);
 done:
     cli_tokens_free(&tokens);
     cli_texts_free(&texts);
