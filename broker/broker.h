@@ -109,6 +109,7 @@ typedef struct brk_chunk {
     brk_chunk_state_t state;
     uint32_t attempt;  /* the attempt of the current (or next) dispatch */
     int32_t worker;    /* INFLIGHT: worker slot; else the slot of the last dispatch or -1 */
+    int32_t failed_on; /* slot of the worker that last answered this chunk with an error, or -1 */
     int64_t queued_us; /* when it (re-)entered the FIFO */
     struct brk_chunk *qprev, *qnext; /* FIFO links while QUEUED */
 } brk_chunk_t;
@@ -190,6 +191,7 @@ typedef struct brk {
     char backend_ep[COM_REG_FIELD_MAX];
     com_model_info_t info;
     com_tokenizer_t *tok;
+    com_encoding_t enc; /* main thread's encoding, for small requests tokenized inline */
     com_proto_limits_t limits;
     void *zctx;
     void *frontend; /* ROUTER */
@@ -200,10 +202,12 @@ typedef struct brk {
     /* workers */
     brk_worker_t *workers; /* [BRK_MAX_WORKERS] */
     uint32_t n_workers;
+    int worker_hi; /* every used worker slot is below this (loops stop here, not at 256) */
     uint64_t hb_seq;
     /* requests */
     brk_req_t *reqs;    /* [cfg.max_requests] */
     uint32_t free_head; /* UINT32_MAX = none */
+    uint32_t req_hi;    /* every non-FREE request slot is below this (timer walks stop here) */
     uint32_t active_requests;
     uint32_t rid_gen;
     /* FIFO of queued chunks */

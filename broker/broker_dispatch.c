@@ -20,6 +20,12 @@
 #include "broker/broker.h"
 #include "common/clock.h"
 #include "common/log.h"
+#ifdef EMBER_LAT_TRACE
+#include "lat_trace.h"
+#else
+#define LT_NEXT(n)
+#define LT(k)
+#endif
 
 /* ---- FIFO ---- */
 
@@ -65,7 +71,7 @@ void brk_fifo_remove(brk_t *b, brk_chunk_t *ch) {
 static int s_find_worker(const brk_t *b, const uint8_t *ident, size_t len) {
     if (b->n_workers == 0)
         return -1;
-    for (int i = 0; i < BRK_MAX_WORKERS; i++) {
+    for (int i = 0; i < b->worker_hi; i++) {
         const brk_worker_t *w = &b->workers[i];
         if (w->used && w->ident_len == len && memcmp(w->ident, ident, len) == 0)
             return i;
@@ -79,14 +85,14 @@ static bool s_usable(const brk_worker_t *w, int task) {
 
 uint32_t brk_workers_ready(const brk_t *b, int task) {
     uint32_t n = 0;
-    for (int i = 0; i < BRK_MAX_WORKERS && b->n_workers; i++)
+    for (int i = 0; i < b->worker_hi && b->n_workers; i++)
         n += s_usable(&b->workers[i], task);
     return n;
 }
 
 uint32_t brk_workers_min_mbt(const brk_t *b, int task) {
     uint32_t m = 0;
-    for (int i = 0; i < BRK_MAX_WORKERS && b->n_workers; i++) {
+    for (int i = 0; i < b->worker_hi && b->n_workers; i++) {
         const brk_worker_t *w = &b->workers[i];
         if (s_usable(w, task) && (m == 0 || w->mbt < m))
             m = w->mbt;
@@ -122,7 +128,7 @@ static int s_send_hb(brk_t *b, brk_worker_t *w) {
 }
 
 void brk_workers_notify(brk_t *b, com_proto_type_t type, const char *why) {
-    for (int i = 0; i < BRK_MAX_WORKERS && b->n_workers; i++) {
+    for (int i = 0; i < b->worker_hi && b->n_workers; i++) {
         brk_worker_t *w = &b->workers[i];
         if (w->used)
             s_send_notice(b, w->ident, w->ident_len, type, why);
@@ -140,6 +146,8 @@ static void s_worker_lost(brk_t *b, int wi, const char *why) {
     b->inflight_tokens -= w->out_tokens;
     memset(w, 0, sizeof *w);
     b->n_workers--;
+    while (b->worker_hi > 0 && !b->workers[b->worker_hi - 1].used)
+        b->worker_hi--;
     b->c.workers_lost++;
     for (uint32_t k = 0; k < n; k++) {
         brk_req_t *r = brk_request_find(b, held[k].rid);
@@ -195,26 +203,31 @@ static int s_task_of(const brk_chunk_t *ch) {
  * outstanding tokens, and for a re-dispatch another worker than the last one when possible. */
 static int s_pick(const brk_t *b, const brk_chunk_t *ch, const bool *blocked) {
     int task = s_task_of(ch);
-    /* A chunk being dispatched again avoids the worker it last went to whenever another worker
-     * could take it, even if that one has no free credit right now: waiting for a credit beats
-     * burning every attempt on one broken worker. */
+    /* A chunk that a worker answered with an error avoids that worker whenever another worker
+     * could take it, even one with no free credit right now: waiting for a credit beats burning
+     * every attempt on one broken worker in a millisecond. A chunk that merely went late (or
+     * whose worker was lost) only prefers another worker among those with a credit now: its
+     * old worker may just be slow, and another may never free a credit. */
     int avoid = -1;
-    if (ch->attempt > 0) {
+    if (ch->failed_on >= 0) {
         for (int i = 0; i < BRK_MAX_WORKERS && avoid < 0; i++) {
             const brk_worker_t *w = &b->workers[i];
-            if (i != ch->worker && s_usable(w, task) && w->mbt >= ch->tokens)
-                avoid = ch->worker;
+            if (i != ch->failed_on && s_usable(w, task) && w->mbt >= ch->tokens)
+                avoid = ch->failed_on;
         }
     }
     int best = -1;
+    bool best_same = true;
     uint64_t best_tok = UINT64_MAX;
     for (int i = 0; i < BRK_MAX_WORKERS; i++) {
         const brk_worker_t *w = &b->workers[i];
         if (i == avoid || !s_usable(w, task) || blocked[i] || w->n_inflight >= s_window(w) ||
             w->mbt < ch->tokens)
             continue;
-        if (best < 0 || w->out_tokens < best_tok) {
+        bool same = ch->attempt > 0 && ch->worker == i;
+        if (best < 0 || (best_same && !same) || (same == best_same && w->out_tokens < best_tok)) {
             best = i;
+            best_same = same;
             best_tok = w->out_tokens;
         }
     }
@@ -262,6 +275,7 @@ static int s_send_chunk(brk_t *b, int wi, brk_chunk_t *ch) {
     int rc = brk_net_send(b, b->backend, w->ident, w->ident_len, &buf);
     if (rc != 0)
         return rc;
+    LT(3);
     brk_fifo_remove(b, ch);
     ch->state = BRK_CHUNK_INFLIGHT;
     ch->worker = wi;
@@ -279,7 +293,7 @@ static int s_send_chunk(brk_t *b, int wi, brk_chunk_t *ch) {
 /* Whether some worker of each task has a free credit. */
 static void s_avail(const brk_t *b, const bool *blocked, bool avail[2]) {
     avail[0] = avail[1] = false;
-    for (int i = 0; i < BRK_MAX_WORKERS && b->n_workers; i++) {
+    for (int i = 0; i < b->worker_hi && b->n_workers; i++) {
         const brk_worker_t *w = &b->workers[i];
         if (w->used && !w->draining && !blocked[i] && w->n_inflight < s_window(w))
             avail[w->task == COM_PROTO_TASK_SCORE] = true;
@@ -363,6 +377,8 @@ static void s_on_ready(brk_t *b, int wi, const uint8_t *ident, size_t len,
         brk_worker_t *w = &b->workers[wi];
         memset(w, 0, sizeof *w);
         w->used = true;
+        if (wi + 1 > b->worker_hi)
+            b->worker_hi = wi + 1;
         memcpy(w->ident, ident, len);
         w->ident_len = len;
         b->n_workers++;
@@ -427,10 +443,12 @@ static void s_on_result(brk_t *b, int wi, uint64_t rid, const com_proto_result_t
         COM_WARN("request %llu chunk %u: %s", (unsigned long long)rid, ch->cid, why);
         if (!current)
             return; /* an older attempt failed; the current one may still succeed */
-        if (res->failed && !s_retryable(res->err_code))
+        if (res->failed && !s_retryable(res->err_code)) {
             brk_request_fail(b, r, (com_proto_code_t)res->err_code, "%s", why);
-        else
+        } else {
+            ch->failed_on = wi;
             brk_chunk_redispatch(b, ch, why);
+        }
         return;
     }
     if (ch->state == BRK_CHUNK_QUEUED)
@@ -473,6 +491,7 @@ void brk_dispatch_on_frame(brk_t *b, const uint8_t *ident, size_t ident_len, zmq
     brk_worker_t *w = &b->workers[wi];
     switch (m.type) {
     case COM_PROTO_RESULT:
+        LT(4);
         s_on_result(b, wi, m.id, &m.u.result);
         break;
     case COM_PROTO_HEARTBEAT:
@@ -503,7 +522,7 @@ out:
 void brk_dispatch_tick(brk_t *b, int64_t now_us, bool send_heartbeats) {
     int64_t lost_after = 3 * (int64_t)b->cfg.heartbeat_ms * 1000;
     int64_t late_after = (int64_t)b->cfg.chunk_timeout_ms * 1000;
-    for (int i = 0; i < BRK_MAX_WORKERS && b->n_workers; i++) {
+    for (int i = 0; i < b->worker_hi && b->n_workers; i++) {
         brk_worker_t *w = &b->workers[i];
         if (!w->used)
             continue;
@@ -545,6 +564,10 @@ void brk_check_invariants(const brk_t *b) {
     }
     uint64_t inflight = 0;
     for (int i = 0; i < BRK_MAX_WORKERS; i++) {
+        if (b->workers[i].used && i >= b->worker_hi) {
+            COM_ERROR("invariant: worker slot %d used above worker_hi %d", i, b->worker_hi);
+            abort();
+        }
         const brk_worker_t *w = &b->workers[i];
         if (!w->used)
             continue;

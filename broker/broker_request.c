@@ -23,12 +23,22 @@
 #include "broker/broker.h"
 #include "common/clock.h"
 #include "common/log.h"
+#ifdef EMBER_LAT_TRACE
+#include "lat_trace.h"
+#else
+#define LT_NEXT(n)
+#define LT(k)
+#endif
 
 #ifndef EMBER_VERSION
 #define EMBER_VERSION "0.0.0"
 #endif
 
 #define S_NO_SLOT UINT32_MAX
+/* Requests with at most this many bytes of text are tokenized on the main thread: for them the
+ * round trip to a pool thread (two inproc hand-offs, two thread wake-ups: 30-90 us) costs more
+ * than the tokenization itself (a few microseconds per short text). */
+#define S_INLINE_TOKENIZE_BYTES 2048
 
 /* ---- table ---- */
 
@@ -57,6 +67,8 @@ static brk_req_t *s_alloc(brk_t *b) {
     r->rid = ((uint64_t)b->rid_gen << 32) | slot;
     r->state = BRK_REQ_RUNNING; /* provisional until admitted */
     r->next_free = S_NO_SLOT;
+    if (slot + 1 > b->req_hi)
+        b->req_hi = slot + 1;
     b->active_requests++;
     return r;
 }
@@ -85,6 +97,8 @@ static void s_release(brk_t *b, brk_req_t *r) {
     r->next_free = b->free_head;
     b->free_head = slot;
     b->active_requests--;
+    while (b->req_hi > 0 && b->reqs[b->req_hi - 1].state == BRK_REQ_FREE)
+        b->req_hi--;
 }
 
 void brk_requests_free(brk_t *b) {
@@ -232,6 +246,7 @@ static void s_reply_result(brk_t *b, brk_req_t *r) {
               (unsigned long long)r->rid, r->n, (unsigned long long)r->total_tokens, r->n_chunks,
               (unsigned long long)tm.total_us);
     s_send_ok(b, r, &buf);
+    LT(5);
     s_finish(b, r);
 }
 
@@ -326,6 +341,7 @@ static void s_start_chunks(brk_t *b, brk_req_t *r) {
                     ch->nseq = i - first;
                     ch->tokens = tokens;
                     ch->worker = -1;
+                    ch->failed_on = -1;
                 }
                 c++;
                 first = i;
@@ -353,10 +369,16 @@ static void s_start_chunks(brk_t *b, brk_req_t *r) {
     brk_dispatch_run(b); /* may answer (and release) r */
 }
 
-/* Hands the texts (or pairs) to the tokenizer pool in up to 2 x threads slices. */
+/* Hands the texts (or pairs) to the tokenizer pool in up to 2 x threads slices; a small request
+ * (at most S_INLINE_TOKENIZE_BYTES of text) is tokenized here, on the main thread, as one job. */
 static void s_submit_jobs(brk_t *b, brk_req_t *r, const com_proto_str_t *texts, bool pairs) {
+    uint64_t bytes = 0;
+    const uint64_t n_texts = (uint64_t)r->n * (pairs ? 2 : 1);
+    for (uint64_t i = 0; i < n_texts && bytes <= S_INLINE_TOKENIZE_BYTES; i++)
+        bytes += texts[i].len;
+    const bool inline_tok = bytes <= S_INLINE_TOKENIZE_BYTES;
     uint32_t threads = (uint32_t)brk_tokpool_threads(b->pool);
-    uint32_t nj = r->n < 2 * threads ? r->n : 2 * threads;
+    uint32_t nj = inline_tok ? 1 : r->n < 2 * threads ? r->n : 2 * threads;
     uint32_t per = (r->n + nj - 1) / nj;
     nj = (r->n + per - 1) / per;
     r->jobs = calloc(nj, sizeof *r->jobs);
@@ -382,7 +404,15 @@ static void s_submit_jobs(brk_t *b, brk_req_t *r, const com_proto_str_t *texts, 
         job->opts.add_special_tokens = true;
     }
     r->state = BRK_REQ_TOKENIZING;
+    LT(1);
     r->tok_start_us = com_clock_mono_us();
+    if (inline_tok) {
+        /* The same path as a job back from the pool (errors, counters, gathering). */
+        brk_tok_job_run(b->tok, r->jobs[0], &b->enc);
+        r->jobs_pending = 1;
+        brk_request_on_job(b, r->jobs[0]); /* may answer (and release) r */
+        return;
+    }
     for (uint32_t j = 0; j < nj; j++) {
         com_error_t err = {0};
         if (brk_tokpool_submit(b->pool, r->jobs[j], &err) != 0) {
@@ -557,6 +587,8 @@ void brk_request_on_frame(brk_t *b, const uint8_t *ident, size_t ident_len, zmq_
         s_release(b, r);
         return;
     case COM_PROTO_EMBED:
+        LT_NEXT("broker");
+        LT(0);
         b->c.requests_embed++;
         break;
     case COM_PROTO_SCORE:
@@ -631,6 +663,7 @@ void brk_request_on_job(brk_t *b, brk_tok_job_t *job) {
         return;
     }
     brk_req_t *r = &b->reqs[slot];
+    LT(2);
     r->jobs_pending--;
     b->c.tokens_tokenized += job->n_tokens;
     if (r->state == BRK_REQ_ZOMBIE) {
@@ -681,7 +714,7 @@ void brk_request_chunk_done(brk_t *b, brk_chunk_t *ch, const com_proto_result_t 
 void brk_requests_tick(brk_t *b, int64_t now_us) {
     if (b->active_requests == 0)
         return;
-    for (int32_t i = 0; i < b->cfg.max_requests; i++) {
+    for (uint32_t i = 0; i < b->req_hi; i++) {
         brk_req_t *r = &b->reqs[i];
         if (r->state != BRK_REQ_TOKENIZING && r->state != BRK_REQ_RUNNING)
             continue;
@@ -700,7 +733,7 @@ void brk_requests_tick(brk_t *b, int64_t now_us) {
 }
 
 void brk_requests_abort_all(brk_t *b, const char *why) {
-    for (int32_t i = 0; i < b->cfg.max_requests; i++) {
+    for (uint32_t i = 0; i < b->req_hi; i++) {
         brk_req_t *r = &b->reqs[i];
         if (r->state == BRK_REQ_TOKENIZING || r->state == BRK_REQ_RUNNING)
             brk_request_fail(b, r, COM_PROTO_UNAVAILABLE, "%s", why);
