@@ -20,12 +20,6 @@
 #include "broker/broker.h"
 #include "common/clock.h"
 #include "common/log.h"
-#ifdef EMBER_LAT_TRACE
-#include "lat_trace.h"
-#else
-#define LT_NEXT(n)
-#define LT(k)
-#endif
 
 /* ---- FIFO ---- */
 
@@ -275,7 +269,6 @@ static int s_send_chunk(brk_t *b, int wi, brk_chunk_t *ch) {
     int rc = brk_net_send(b, b->backend, w->ident, w->ident_len, &buf);
     if (rc != 0)
         return rc;
-    LT(3);
     brk_fifo_remove(b, ch);
     ch->state = BRK_CHUNK_INFLIGHT;
     ch->worker = wi;
@@ -491,7 +484,6 @@ void brk_dispatch_on_frame(brk_t *b, const uint8_t *ident, size_t ident_len, zmq
     brk_worker_t *w = &b->workers[wi];
     switch (m.type) {
     case COM_PROTO_RESULT:
-        LT(4);
         s_on_result(b, wi, m.id, &m.u.result);
         break;
     case COM_PROTO_HEARTBEAT:

@@ -4,10 +4,11 @@
  *
  * Threads: this file is the main thread. It polls the frontend ROUTER (clients), the backend
  * ROUTER (workers), the tokenizer pool's PULL socket and a self-pipe written by the signal
- * handler; it never blocks elsewhere (tokenization runs on the pool's threads, Redis on the
- * registry agent's thread). Timers (heartbeats, worker loss, chunk lateness, deadlines) use
- * the monotonic clock and run when due (every S_TICK_MS while requests are open, and at each
- * heartbeat), not per message; the poll sleeps until the next one.
+ * handler; it never blocks elsewhere (tokenization runs on the pool's threads, except for small
+ * requests tokenized inline in microseconds; Redis on the registry agent's thread). Timers
+ * (heartbeats, worker loss, chunk lateness, deadlines) use the monotonic clock and run when
+ * due (every S_TICK_MS while requests are open, and at each heartbeat), not per message; the
+ * poll sleeps until the next one.
  *
  * Shutdown: the first SIGTERM/SIGINT starts the drain (new requests get UNAVAILABLE, workers
  * get drain, open requests finish or reach their deadlines); the second fails what is left
@@ -413,6 +414,7 @@ static void s_model_name(brk_t *b) {
 static int s_start(brk_t *b, com_error_t *err) {
     char path[4096];
     int rc;
+    com_encoding_init(&b->enc);
     com_proto_limits_default(&b->limits);
     b->started_ms = com_clock_wall_ms();
     if (gethostname(b->host, sizeof b->host - 1) != 0)
@@ -474,6 +476,7 @@ static void s_stop(brk_t *b) {
     b->workers = NULL;
     free(b->scratch_offs);
     b->scratch_offs = NULL;
+    com_encoding_free(&b->enc);
     com_tokenizer_destroy(&b->tok);
     if (b->zctx) {
         zmq_ctx_term(b->zctx);

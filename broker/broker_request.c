@@ -23,12 +23,6 @@
 #include "broker/broker.h"
 #include "common/clock.h"
 #include "common/log.h"
-#ifdef EMBER_LAT_TRACE
-#include "lat_trace.h"
-#else
-#define LT_NEXT(n)
-#define LT(k)
-#endif
 
 #ifndef EMBER_VERSION
 #define EMBER_VERSION "0.0.0"
@@ -246,7 +240,6 @@ static void s_reply_result(brk_t *b, brk_req_t *r) {
               (unsigned long long)r->rid, r->n, (unsigned long long)r->total_tokens, r->n_chunks,
               (unsigned long long)tm.total_us);
     s_send_ok(b, r, &buf);
-    LT(5);
     s_finish(b, r);
 }
 
@@ -404,7 +397,6 @@ static void s_submit_jobs(brk_t *b, brk_req_t *r, const com_proto_str_t *texts, 
         job->opts.add_special_tokens = true;
     }
     r->state = BRK_REQ_TOKENIZING;
-    LT(1);
     r->tok_start_us = com_clock_mono_us();
     if (inline_tok) {
         /* The same path as a job back from the pool (errors, counters, gathering). */
@@ -587,8 +579,6 @@ void brk_request_on_frame(brk_t *b, const uint8_t *ident, size_t ident_len, zmq_
         s_release(b, r);
         return;
     case COM_PROTO_EMBED:
-        LT_NEXT("broker");
-        LT(0);
         b->c.requests_embed++;
         break;
     case COM_PROTO_SCORE:
@@ -663,7 +653,6 @@ void brk_request_on_job(brk_t *b, brk_tok_job_t *job) {
         return;
     }
     brk_req_t *r = &b->reqs[slot];
-    LT(2);
     r->jobs_pending--;
     b->c.tokens_tokenized += job->n_tokens;
     if (r->state == BRK_REQ_ZOMBIE) {

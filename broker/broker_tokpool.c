@@ -104,6 +104,10 @@ out:
     job->busy_us = com_clock_mono_us() - t0;
 }
 
+void brk_tok_job_run(const com_tokenizer_t *tok, brk_tok_job_t *job, com_encoding_t *enc) {
+    s_run_job(tok, job, enc);
+}
+
 static void *s_thread_main(void *arg) {
     s_thread_t *t = arg;
     struct brk_tokpool *pool = t->pool;

@@ -3,7 +3,8 @@
  * The main thread submits jobs (a slice of one request's texts or text pairs) and later receives
  * them back, filled in, on a ZeroMQ PULL socket it polls together with its ROUTERs. Jobs travel
  * as pointers over inproc PUSH/PULL sockets: main PUSH -> every pool thread's PULL (ZeroMQ
- * round-robins), each pool thread's PUSH -> main PULL. The main thread never tokenizes.
+ * round-robins), each pool thread's PUSH -> main PULL. The main thread tokenizes only
+ * small requests itself (brk_tok_job_run), where the hand-off would cost more than the work.
  *
  * Ownership: a job always belongs to the request that created it (the main thread); a pool
  * thread borrows it from the moment it is submitted until it sends it back, and touches
@@ -58,6 +59,10 @@ void *brk_tokpool_socket(brk_tokpool_t *pool);
 int brk_tokpool_submit(brk_tokpool_t *pool, brk_tok_job_t *job, com_error_t *err);
 /* Takes one finished job without blocking: 0 with *job set, COM_EBUSY when none is ready. */
 int brk_tokpool_recv(brk_tokpool_t *pool, brk_tok_job_t **job);
+/* Runs job on the calling thread with tok and enc (a scratch encoding of the caller's): what a
+ * pool thread does with a submitted job. The broker's main thread uses it for small requests,
+ * where the hand-off to a pool thread and back costs more than the tokenization. */
+void brk_tok_job_run(const com_tokenizer_t *tok, brk_tok_job_t *job, com_encoding_t *enc);
 /* Frees a job's outputs and the job. Accepts NULL; nulls *job_p. */
 void brk_tok_job_destroy(brk_tok_job_t **job_p);
 
