@@ -62,7 +62,8 @@ static int s_run(ember_client_t *c, int kind, const char *text, const int32_t *i
             rc = ember_info(c, 0, &info);
         double t1 = s_now_us();
         if (rc != 0) {
-            fprintf(stderr, "bench_pool: request failed (%d): %s\n", rc, ember_client_last_error(c));
+            fprintf(stderr, "bench_pool: request failed (%d): %s\n", rc,
+                    ember_client_last_error(c));
             break;
         }
         ember_timings_t tm = {0};
@@ -159,9 +160,9 @@ int main(int argc, char **argv) {
     printf("%-16s %9s %9s %9s %10s %10s %10s %10s\n", "request", "rtt p50", "rtt p99", "comp p50",
            "-comp p50", "-comp p99", "srv-comp50", "client50");
     for (int k = 0; k < 3; k++)
-        printf("%-16s %9.1f %9.1f %9.1f %10.1f %10.1f %10.1f %10.1f\n", rows[k].name,
-               rows[k].rtt50, rows[k].rtt99, rows[k].comp50, rows[k].net50, rows[k].net99,
-               rows[k].srv50, rows[k].cli50);
+        printf("%-16s %9.1f %9.1f %9.1f %10.1f %10.1f %10.1f %10.1f\n", rows[k].name, rows[k].rtt50,
+               rows[k].rtt99, rows[k].comp50, rows[k].net50, rows[k].net99, rows[k].srv50,
+               rows[k].cli50);
     printf("(us; -comp = round trip minus tm.comp; srv-comp = broker's tm.total - tm.comp, worker "
            "and links included; client = round trip - tm.total)\n");
     printf("target: (round trip - compute) p50 <= 100 us: %.1f us -> %s\n", rows[0].net50,

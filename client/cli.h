@@ -56,7 +56,7 @@ typedef struct cli_sink {
     char *tmp_path; /* temporary path while writing */
 } cli_sink_t;
 
-/* Opens the sink (stdout when path is NULL or "-"). Returns 0, or CLI_EXIT_OUTPUT / 
+/* Opens the sink (stdout when path is NULL or "-"). Returns 0, or CLI_EXIT_OUTPUT /
  * CLI_EXIT_INTERNAL after reporting. */
 int cli_sink_open(cli_sink_t *sink, const char *path);
 /* Ends a run: with rc 0, flushes and (for a file) renames into place, returning 0 or

@@ -47,8 +47,7 @@ int cli_status_main(int argc, char **argv) {
             s_usage(stdout);
             return CLI_EXIT_OK;
         default:
-            fprintf(stderr, "ember status: unknown or incomplete option '%s'\n",
-                    argv[optind - 1]);
+            fprintf(stderr, "ember status: unknown or incomplete option '%s'\n", argv[optind - 1]);
             s_usage(stderr);
             return CLI_EXIT_USAGE;
         }
@@ -82,8 +81,7 @@ int cli_status_main(int argc, char **argv) {
                b->id, b->host, b->frontend, b->backend, (long long)b->workers,
                (long long)b->requests_done, (long long)b->requests_failed,
                (long long)b->chunks_sent, (long long)b->chunks_redispatched, b->state,
-               (long long)ago,
-               strcmp(b->state, "ready") == 0 && ago <= stale_ms ? "yes" : "no");
+               (long long)ago, strcmp(b->state, "ready") == 0 && ago <= stale_ms ? "yes" : "no");
     }
     for (size_t i = 0; i < nw; i++) {
         const com_worker_record_t *w = &workers[i];

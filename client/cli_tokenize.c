@@ -20,10 +20,10 @@ static void s_usage(FILE *f) {
 
 int cli_tokenize_main(int argc, char **argv) {
     static const struct option longopts[] = {
-        {"model", required_argument, 0, 'm'},     {"input", required_argument, 0, 'i'},
-        {"output", required_argument, 0, 'o'},    {"no-truncate", no_argument, 0, 'T'},
+        {"model", required_argument, 0, 'm'},      {"input", required_argument, 0, 'i'},
+        {"output", required_argument, 0, 'o'},     {"no-truncate", no_argument, 0, 'T'},
         {"max-length", required_argument, 0, 'L'}, {"help", no_argument, 0, 'h'},
-        {"broker", required_argument, 0, 'B'},    {"redis", required_argument, 0, 'R'},
+        {"broker", required_argument, 0, 'B'},     {"redis", required_argument, 0, 'R'},
         {"timeout-ms", required_argument, 0, 'X'}, {0, 0, 0, 0}};
     cli_pool_opts_t pool = {0};
     const char *model_dir = NULL, *input = NULL, *output = NULL;

@@ -9,8 +9,8 @@ json_t *com_json_parse(const char *text, size_t len, const char *what, com_error
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!root)
-        com_error_set(err, COM_EFORMAT, "%s: invalid JSON at line %d column %d: %s", what,
-                      je.line, je.column, je.text);
+        com_error_set(err, COM_EFORMAT, "%s: invalid JSON at line %d column %d: %s", what, je.line,
+                      je.column, je.text);
     return root;
 }
 

@@ -21,8 +21,8 @@ void com_log_write(int level, const char *file, int line, const char *fmt, ...)
             com_log_write((level), __FILE__, __LINE__, __VA_ARGS__);                               \
     } while (0)
 #define COM_DEBUG(...) COM_LOG(COM_LOG_DEBUG, __VA_ARGS__)
-#define COM_INFO(...) COM_LOG(COM_LOG_INFO, __VA_ARGS__)
-#define COM_WARN(...) COM_LOG(COM_LOG_WARN, __VA_ARGS__)
+#define COM_INFO(...)  COM_LOG(COM_LOG_INFO, __VA_ARGS__)
+#define COM_WARN(...)  COM_LOG(COM_LOG_WARN, __VA_ARGS__)
 #define COM_ERROR(...) COM_LOG(COM_LOG_ERROR, __VA_ARGS__)
 
 #endif

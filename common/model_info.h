@@ -32,10 +32,10 @@ typedef enum com_activation {
 } com_activation_t;
 
 /* Upper bounds that every loaded config must satisfy (sizes buffers safely). */
-#define COM_MODEL_MAX_HIDDEN 16384
-#define COM_MODEL_MAX_LAYERS 256
-#define COM_MODEL_MAX_VOCAB 1048576
-#define COM_MODEL_MAX_POSITIONS 131072
+#define COM_MODEL_MAX_HIDDEN       16384
+#define COM_MODEL_MAX_LAYERS       256
+#define COM_MODEL_MAX_VOCAB        1048576
+#define COM_MODEL_MAX_POSITIONS    131072
 #define COM_MODEL_MAX_INTERMEDIATE 65536 /* feed-forward width (4 x the hidden cap) */
 
 typedef struct com_model_info {

@@ -16,8 +16,8 @@ struct com_registry {
     char prefix[64];
     int32_t timeout_ms;
     int32_t reconnect_ms;
-    redisContext *ctx;     /* NULL while disconnected */
-    int64_t last_try_us;   /* monotonic time of the last connect attempt */
+    redisContext *ctx;   /* NULL while disconnected */
+    int64_t last_try_us; /* monotonic time of the last connect attempt */
 };
 
 enum { S_STR, S_I64 };
@@ -29,28 +29,45 @@ typedef struct s_field {
     size_t cap; /* S_STR: buffer size */
 } s_field_t;
 
-#define S_STRF(T, f) {#f, offsetof(T, f), S_STR, sizeof(((T *)0)->f)}
-#define S_I64F(T, f) {#f, offsetof(T, f), S_I64, 0}
+#define S_STRF(T, f)                                                                               \
+    { #f, offsetof(T, f), S_STR, sizeof(((T *)0)->f) }
+#define S_I64F(T, f)                                                                               \
+    { #f, offsetof(T, f), S_I64, 0 }
 
 static const s_field_t s_worker_fields[] = {
-    S_STRF(com_worker_record_t, id),          S_STRF(com_worker_record_t, host),
-    S_STRF(com_worker_record_t, device),      S_STRF(com_worker_record_t, model),
-    S_STRF(com_worker_record_t, family),      S_STRF(com_worker_record_t, brokers),
-    S_I64F(com_worker_record_t, pid),         S_I64F(com_worker_record_t, started_ms),
-    S_I64F(com_worker_record_t, epoch),       S_I64F(com_worker_record_t, last_seen_ms),
-    S_I64F(com_worker_record_t, max_batch_tokens), S_I64F(com_worker_record_t, load_tokens),
-    S_I64F(com_worker_record_t, batches_done), S_I64F(com_worker_record_t, chunks_done),
-    S_I64F(com_worker_record_t, tokens_done), S_STRF(com_worker_record_t, state),
+    S_STRF(com_worker_record_t, id),
+    S_STRF(com_worker_record_t, host),
+    S_STRF(com_worker_record_t, device),
+    S_STRF(com_worker_record_t, model),
+    S_STRF(com_worker_record_t, family),
+    S_STRF(com_worker_record_t, brokers),
+    S_I64F(com_worker_record_t, pid),
+    S_I64F(com_worker_record_t, started_ms),
+    S_I64F(com_worker_record_t, epoch),
+    S_I64F(com_worker_record_t, last_seen_ms),
+    S_I64F(com_worker_record_t, max_batch_tokens),
+    S_I64F(com_worker_record_t, load_tokens),
+    S_I64F(com_worker_record_t, batches_done),
+    S_I64F(com_worker_record_t, chunks_done),
+    S_I64F(com_worker_record_t, tokens_done),
+    S_STRF(com_worker_record_t, state),
 };
 
 static const s_field_t s_broker_fields[] = {
-    S_STRF(com_broker_record_t, id),         S_STRF(com_broker_record_t, host),
-    S_STRF(com_broker_record_t, frontend),   S_STRF(com_broker_record_t, backend),
-    S_STRF(com_broker_record_t, model),      S_I64F(com_broker_record_t, pid),
-    S_I64F(com_broker_record_t, started_ms), S_I64F(com_broker_record_t, last_seen_ms),
-    S_I64F(com_broker_record_t, workers),    S_I64F(com_broker_record_t, requests_done),
-    S_I64F(com_broker_record_t, requests_failed), S_I64F(com_broker_record_t, chunks_sent),
-    S_I64F(com_broker_record_t, chunks_redispatched), S_STRF(com_broker_record_t, state),
+    S_STRF(com_broker_record_t, id),
+    S_STRF(com_broker_record_t, host),
+    S_STRF(com_broker_record_t, frontend),
+    S_STRF(com_broker_record_t, backend),
+    S_STRF(com_broker_record_t, model),
+    S_I64F(com_broker_record_t, pid),
+    S_I64F(com_broker_record_t, started_ms),
+    S_I64F(com_broker_record_t, last_seen_ms),
+    S_I64F(com_broker_record_t, workers),
+    S_I64F(com_broker_record_t, requests_done),
+    S_I64F(com_broker_record_t, requests_failed),
+    S_I64F(com_broker_record_t, chunks_sent),
+    S_I64F(com_broker_record_t, chunks_redispatched),
+    S_STRF(com_broker_record_t, state),
 };
 
 #define S_NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
@@ -66,10 +83,10 @@ typedef struct s_kind {
     size_t rec_size;
 } s_kind_t;
 
-static const s_kind_t s_workers = {"worker", "workers", s_worker_fields,
-                                   S_NFIELDS(s_worker_fields), sizeof(com_worker_record_t)};
-static const s_kind_t s_brokers = {"broker", "brokers", s_broker_fields,
-                                   S_NFIELDS(s_broker_fields), sizeof(com_broker_record_t)};
+static const s_kind_t s_workers = {"worker", "workers", s_worker_fields, S_NFIELDS(s_worker_fields),
+                                   sizeof(com_worker_record_t)};
+static const s_kind_t s_brokers = {"broker", "brokers", s_broker_fields, S_NFIELDS(s_broker_fields),
+                                   sizeof(com_broker_record_t)};
 
 int com_registry_new(const char *url, const com_registry_opts_t *opts, com_registry_t **out,
                      com_error_t *err) {
@@ -269,8 +286,7 @@ static void s_fill(const s_kind_t *k, const redisReply *r, void *rec) {
     }
 }
 
-static int s_list(com_registry_t *reg, const s_kind_t *k, void **out, size_t *n,
-                  com_error_t *err) {
+static int s_list(com_registry_t *reg, const s_kind_t *k, void **out, size_t *n, com_error_t *err) {
     *out = NULL;
     *n = 0;
     if (s_ensure(reg, err) != 0)
@@ -291,8 +307,8 @@ static int s_list(com_registry_t *reg, const s_kind_t *k, void **out, size_t *n,
         return com_error_set(err, COM_ENOMEM, "out of memory listing %s", k->many);
     }
     for (size_t i = 0; i < ids->elements; i++)
-        redisAppendCommand(reg->ctx, "HGETALL %s:%s:%b", reg->prefix, k->one,
-                           ids->element[i]->str, (size_t)ids->element[i]->len);
+        redisAppendCommand(reg->ctx, "HGETALL %s:%s:%b", reg->prefix, k->one, ids->element[i]->str,
+                           (size_t)ids->element[i]->len);
     size_t live = 0, n_stale = 0;
     int rc = 0;
     /* Read every pipelined reply first; stale members (their hash expired) are pruned after. */

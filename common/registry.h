@@ -25,9 +25,9 @@
 typedef struct com_registry com_registry_t;
 
 typedef struct com_registry_opts {
-    int32_t timeout_ms;      /* connect and command timeout (default 250) */
-    int32_t reconnect_ms;    /* least time between reconnect attempts (default 1000) */
-    const char *key_prefix;  /* default "ember"; tests use their own to stay apart */
+    int32_t timeout_ms;     /* connect and command timeout (default 250) */
+    int32_t reconnect_ms;   /* least time between reconnect attempts (default 1000) */
+    const char *key_prefix; /* default "ember"; tests use their own to stay apart */
 } com_registry_opts_t;
 
 /* Parses url ("redis://host[:port][/db]", or "host[:port]") and prepares a connection; it
@@ -40,43 +40,43 @@ void com_registry_destroy(com_registry_t **self_p);
 /* 1 if the last call reached Redis, else 0. */
 int com_registry_connected(const com_registry_t *reg);
 
-#define COM_REG_ID_MAX 64
+#define COM_REG_ID_MAX    64
 #define COM_REG_FIELD_MAX 256
 
 typedef struct com_worker_record {
-    char id[COM_REG_ID_MAX];           /* unique per process: host-pid-random */
+    char id[COM_REG_ID_MAX]; /* unique per process: host-pid-random */
     char host[COM_REG_FIELD_MAX];
-    char device[32];                   /* "cpu", "cuda:0" */
-    char model[COM_REG_FIELD_MAX];     /* model name (directory base name) */
-    char family[32];                   /* "bert" */
-    char brokers[COM_REG_FIELD_MAX];   /* endpoints it is connected to, comma-separated */
+    char device[32];                 /* "cpu", "cuda:0" */
+    char model[COM_REG_FIELD_MAX];   /* model name (directory base name) */
+    char family[32];                 /* "bert" */
+    char brokers[COM_REG_FIELD_MAX]; /* endpoints it is connected to, comma-separated */
     int64_t pid;
-    int64_t started_ms;                /* wall clock */
-    int64_t epoch;                     /* bumped by each (re)registration after a Redis loss */
-    int64_t last_seen_ms;              /* wall clock, set by the registry on put */
+    int64_t started_ms;   /* wall clock */
+    int64_t epoch;        /* bumped by each (re)registration after a Redis loss */
+    int64_t last_seen_ms; /* wall clock, set by the registry on put */
     int64_t max_batch_tokens;
-    int64_t load_tokens;               /* outstanding tokens */
+    int64_t load_tokens; /* outstanding tokens */
     int64_t batches_done;
     int64_t chunks_done;
     int64_t tokens_done;
-    char state[16];                    /* "ready", "draining", "unhealthy" */
+    char state[16]; /* "ready", "draining", "unhealthy" */
 } com_worker_record_t;
 
 typedef struct com_broker_record {
     char id[COM_REG_ID_MAX];
     char host[COM_REG_FIELD_MAX];
-    char frontend[COM_REG_FIELD_MAX];  /* endpoint clients connect to */
-    char backend[COM_REG_FIELD_MAX];   /* endpoint workers connect to */
+    char frontend[COM_REG_FIELD_MAX]; /* endpoint clients connect to */
+    char backend[COM_REG_FIELD_MAX];  /* endpoint workers connect to */
     char model[COM_REG_FIELD_MAX];
     int64_t pid;
     int64_t started_ms;
     int64_t last_seen_ms;
-    int64_t workers;                   /* workers connected now */
+    int64_t workers; /* workers connected now */
     int64_t requests_done;
     int64_t requests_failed;
     int64_t chunks_sent;
     int64_t chunks_redispatched;
-    char state[16];                    /* "ready", "draining" */
+    char state[16]; /* "ready", "draining" */
 } com_broker_record_t;
 
 /* Writes the record (hash with TTL ttl_ms, and the sorted-set score = now) in one MULTI/EXEC.

@@ -32,11 +32,11 @@ typedef enum com_dtype {
 #define COM_TENSOR_MAX_DIMS 8
 
 typedef struct com_tensor {
-    const char *name;                    /* NUL-terminated, owned by the file object */
+    const char *name; /* NUL-terminated, owned by the file object */
     com_dtype_t dtype;
-    int32_t ndim;                        /* 0..COM_TENSOR_MAX_DIMS */
+    int32_t ndim; /* 0..COM_TENSOR_MAX_DIMS */
     int64_t shape[COM_TENSOR_MAX_DIMS];
-    const void *data;                    /* into the mapping, read-only, may be unaligned */
+    const void *data; /* into the mapping, read-only, may be unaligned */
     size_t nbytes;
 } com_tensor_t;
 

@@ -27,8 +27,7 @@ typedef struct com_tokenizer com_tokenizer_t;
  * COM_EUNSUPPORTED naming the component; malformed JSON or fields COM_EFORMAT. */
 int com_tokenizer_load(const char *path, com_tokenizer_t **out, com_error_t *err);
 /* Same from text in memory (tests, fuzzing). */
-int com_tokenizer_from_json(const char *json, size_t len, com_tokenizer_t **out,
-                            com_error_t *err);
+int com_tokenizer_from_json(const char *json, size_t len, com_tokenizer_t **out, com_error_t *err);
 void com_tokenizer_destroy(com_tokenizer_t **self_p);
 
 /* One encoded input. Grows as needed; reuse it across calls to avoid allocation. */
@@ -63,9 +62,9 @@ com_encode_opts_t com_encode_opts_default(void);
 int com_tokenizer_encode(const com_tokenizer_t *tok, const char *text, size_t len,
                          const com_encode_opts_t *opts, com_encoding_t *enc, com_error_t *err);
 /* Encodes a pair (query, document) with the pair template and type ids. Same returns. */
-int com_tokenizer_encode_pair(const com_tokenizer_t *tok, const char *a, size_t alen,
-                              const char *b, size_t blen, const com_encode_opts_t *opts,
-                              com_encoding_t *enc, com_error_t *err);
+int com_tokenizer_encode_pair(const com_tokenizer_t *tok, const char *a, size_t alen, const char *b,
+                              size_t blen, const com_encode_opts_t *opts, com_encoding_t *enc,
+                              com_error_t *err);
 
 int32_t com_tokenizer_vocab_size(const com_tokenizer_t *tok);
 /* Id of a token string, or -1. */

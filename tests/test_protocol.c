@@ -1539,8 +1539,8 @@ static void test_seeds(void) {
  * address its error reply; an id after the damage is not guessed. */
 static void test_salvaged_id(void) {
     /* {"v":1, "id":7, "x": map32 declaring 2^32-1 pairs} */
-    const uint8_t before[] = {0x83, 0xa1, 'v', 0x01, 0xa2, 'i', 'd', 0x07,
-                              0xa1, 'x', 0xdf, 0xff, 0xff, 0xff, 0xff};
+    const uint8_t before[] = {0x83, 0xa1, 'v',  0x01, 0xa2, 'i',  'd', 0x07,
+                              0xa1, 'x',  0xdf, 0xff, 0xff, 0xff, 0xff};
     /* {"x": map32 declaring 2^32-1 pairs, "id": 7} */
     const uint8_t after[] = {0x82, 0xa1, 'x', 0xdf, 0xff, 0xff, 0xff, 0xff, 0xa2, 'i', 'd', 0x07};
     com_proto_msg_t m;

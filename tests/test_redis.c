@@ -51,8 +51,9 @@ static int s_spawn(test_redis_t *r) {
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save",
-               "", "--appendonly", "no", "--dir", r->dir, "--loglevel", "warning", "--logfile", log, (char *)NULL);
+        execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--dir", r->dir, "--loglevel", "warning", "--logfile", log,
+               (char *)NULL);
         fprintf(stderr, "test_redis: cannot run redis-server (install it: ops/install-deps.sh)\n");
         _exit(127);
     }

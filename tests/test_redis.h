@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 typedef struct test_redis {
-    pid_t pid;     /* 0 while stopped */
+    pid_t pid; /* 0 while stopped */
     int port;
     char dir[256]; /* working directory, removed by test_redis_destroy */
     char url[64];  /* "redis://127.0.0.1:<port>" */

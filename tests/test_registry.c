@@ -38,8 +38,13 @@ static com_worker_record_t s_worker(const char *id, int64_t load) {
 static void s_test_urls(void) {
     com_registry_t *reg = NULL;
     com_error_t err = {0};
-    const char *bad[] = {"", "redis://", "redis://:6379", "redis://h:0", "redis://h:99999",
-                         "redis://h:12x", "redis://h:1/x"};
+    const char *bad[] = {"",
+                         "redis://",
+                         "redis://:6379",
+                         "redis://h:0",
+                         "redis://h:99999",
+                         "redis://h:12x",
+                         "redis://h:1/x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_MSG(com_registry_new(bad[i], NULL, &reg, &err) == COM_EINVAL && reg == NULL,
                   "url '%s' should be refused", bad[i]);

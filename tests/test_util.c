@@ -73,8 +73,7 @@ void test_require_model(void) {
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", test_model_dir());
     if (stat(path, &st) != 0) {
-        fprintf(stderr,
-                "FATAL: model not found at %s; run ops/fetch-model.sh (README.md) first\n",
+        fprintf(stderr, "FATAL: model not found at %s; run ops/fetch-model.sh (README.md) first\n",
                 test_model_dir());
         exit(1);
     }

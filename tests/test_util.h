@@ -39,11 +39,11 @@ extern int test_checks_failed;
 
 /* Result of comparing got against ref. */
 typedef struct test_cmp {
-    size_t n_bad;       /* elements outside atol + rtol*|ref| */
-    double max_abs;     /* max |got - ref| */
-    double nmse;        /* sum (got-ref)^2 / sum ref^2 */
-    double cosine;      /* cosine similarity of the two vectors */
-    size_t first_bad;   /* index of the first bad element (n_bad > 0) */
+    size_t n_bad;     /* elements outside atol + rtol*|ref| */
+    double max_abs;   /* max |got - ref| */
+    double nmse;      /* sum (got-ref)^2 / sum ref^2 */
+    double cosine;    /* cosine similarity of the two vectors */
+    size_t first_bad; /* index of the first bad element (n_bad > 0) */
 } test_cmp_t;
 
 /* Compares n floats; prints up to 5 failing elements under `what` when any is out of

@@ -991,15 +991,15 @@ static void s_scenario_drain(void) {
 
 static void s_scenario_cuda(void) {
     proc_t p;
-    const char *args[] = {
-        "--broker", "tcp://127.0.0.1:1", "--model", test_model_dir(), "--device", "cuda:99", NULL};
+    const char *args[] = {"--broker", "tcp://127.0.0.1:1", "--model", test_model_dir(),
+                          "--device", "cuda:99",           NULL};
     CHECK(s_proc_start(&p, "cuda", args) == 0);
     int exited = s_proc_wait(&p, 30000);
     CHECK_MSG(exited && WIFEXITED(p.status) && WEXITSTATUS(p.status) == 4, "exit status 0x%x",
               p.status);
     char *log = s_read_log(&p);
-    CHECK_MSG(log && (strstr(log, "cuda:99") || strstr(log, "no CUDA device")),
-              "message: %s", log ? log : "(none)");
+    CHECK_MSG(log && (strstr(log, "cuda:99") || strstr(log, "no CUDA device")), "message: %s",
+              log ? log : "(none)");
     free(log);
     if (!exited)
         s_proc_kill(&p);

@@ -78,7 +78,7 @@ typedef struct s_worker {
     uint64_t disc_gen;
     com_worker_record_t rec;
     bool draining;
-    bool unhealthy; /* the engine failed for good; exiting */
+    bool unhealthy;       /* the engine failed for good; exiting */
     uint64_t over_credit; /* chunks refused OVERLOADED: a broker over its credits */
     uint64_t refused_draining;
     uint64_t signals;
