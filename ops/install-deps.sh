@@ -6,7 +6,7 @@
 # Usage: ops/install-deps.sh [--bench]   (--bench adds PyTorch + sentence-transformers peers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pkgs=(build-essential cmake pkg-config git clang libclang-rt-14-dev python3 python3-pip
+pkgs=(build-essential cmake pkg-config git clang clang-format libclang-rt-14-dev python3 python3-pip
       libzmq3-dev libczmq-dev libmsgpack-dev libhiredis-dev redis-server
       libjansson-dev libopenblas-dev)
 missing=()
