@@ -4,7 +4,8 @@
  * info round trip. Sequential requests on one client, after a warm-up. Prints a table and writes
  * JSON (--json PATH). The pool must be running (bench/run_pool_bench.sh starts one).
  *
- * Usage: bench_pool --broker tcp://127.0.0.1:5555 [--n N] [--text T] [--json PATH]
+ * Usage: bench_pool --broker tcp://127.0.0.1:5555 [--n N] [--text T] [--spin-us N] [--json PATH]
+ *   --spin-us: the client busy-polls this long before sleeping (ember_options_t.spin_us)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -101,6 +102,7 @@ int main(int argc, char **argv) {
     const char *broker = NULL, *json = NULL;
     const char *text = "the quick brown fox jumps over";
     size_t n = 5000;
+    long spin_us = 0;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--broker") == 0)
             broker = argv[++i];
@@ -110,8 +112,10 @@ int main(int argc, char **argv) {
             text = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--n") == 0)
             n = (size_t)strtoul(argv[++i], NULL, 10);
+        else if (i + 1 < argc && strcmp(argv[i], "--spin-us") == 0)
+            spin_us = strtol(argv[++i], NULL, 10);
         else {
-            fprintf(stderr, "usage: bench_pool --broker EP [--n N] [--text T] "
+            fprintf(stderr, "usage: bench_pool --broker EP [--n N] [--text T] [--spin-us N] "
                             "[--json PATH]\n");
             return 2;
         }
@@ -125,6 +129,7 @@ int main(int argc, char **argv) {
     const char *brokers[1] = {broker};
     o.brokers = brokers;
     o.n_brokers = 1;
+    o.spin_us = (int32_t)spin_us;
     ember_client_t *c = NULL;
     char why[256] = "";
     if (ember_client_new(&o, &c, why, sizeof why) != 0) {

@@ -60,6 +60,7 @@ typedef struct brk_config {
     int32_t default_deadline_ms; /* --default-deadline-ms, default 30000 */
     int32_t max_deadline_ms;     /* --max-deadline-ms, default 60000 */
     int32_t heartbeat_ms;        /* --heartbeat-ms, default 1000 */
+    int32_t spin_us;             /* --spin-us: busy-poll this long before blocking, default 0 */
     int32_t max_requests;        /* --max-requests, default 4096 (requests open at once) */
 } brk_config_t;
 

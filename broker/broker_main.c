@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "broker/broker.h"
+#include "common/zmq_poll_spin.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -59,7 +60,7 @@ static void s_usage(FILE *f) {
           "         [--redis URL] [--tokenizer-threads N] [--model-name NAME]\n"
           "         [--chunk-tokens N] [--max-queued-tokens N] [--chunk-timeout-ms N]\n"
           "         [--max-attempts N] [--default-deadline-ms N] [--max-deadline-ms N]\n"
-          "         [--heartbeat-ms N] [--max-requests N] [--id ID]\n"
+          "         [--heartbeat-ms N] [--max-requests N] [--spin-us N] [--id ID]\n"
           "         [--log-level debug|info|warn|error]\n"
           "See docs/broker.md.\n",
           f);
@@ -95,6 +96,7 @@ static int s_parse_args(int argc, char **argv, brk_config_t *cfg, int *log_level
         O_MDL,
         O_HB,
         O_MR,
+        O_SPIN,
         O_ID,
         O_LOG,
         O_HELP
@@ -114,6 +116,7 @@ static int s_parse_args(int argc, char **argv, brk_config_t *cfg, int *log_level
         {"max-deadline-ms", required_argument, 0, O_MDL},
         {"heartbeat-ms", required_argument, 0, O_HB},
         {"max-requests", required_argument, 0, O_MR},
+        {"spin-us", required_argument, 0, O_SPIN},
         {"id", required_argument, 0, O_ID},
         {"log-level", required_argument, 0, O_LOG},
         {"help", no_argument, 0, O_HELP},
@@ -193,6 +196,11 @@ static int s_parse_args(int argc, char **argv, brk_config_t *cfg, int *log_level
             if (s_parse_i64(name, optarg, 1, 1 << 20, &v))
                 return -1;
             cfg->max_requests = (int32_t)v;
+            break;
+        case O_SPIN:
+            if (s_parse_i64(name, optarg, 0, 100000, &v))
+                return -1;
+            cfg->spin_us = (int32_t)v;
             break;
         case O_LOG:
             if (!strcmp(optarg, "debug"))
@@ -516,7 +524,7 @@ static int s_loop(brk_t *b) {
             {brk_tokpool_socket(b->pool), 0, ZMQ_POLLIN, 0},
             {NULL, s_sigpipe[0], ZMQ_POLLIN, 0},
         };
-        if (zmq_poll(items, 4, timeout) < 0 && errno != EINTR) {
+        if (com_zmq_poll_spin(items, 4, timeout, b->cfg.spin_us) < 0 && errno != EINTR) {
             COM_ERROR("zmq_poll: %s", zmq_strerror(errno));
             return 1;
         }

@@ -129,6 +129,9 @@ typedef struct ember_options {
                                      client is used (default 5000), and on failover (at most
                                      once per 500 ms) */
     int32_t redis_timeout_ms;     /* Redis connect/command timeout (default 250) */
+    int32_t spin_us;              /* while waiting for replies, busy-poll this long before
+                                     sleeping: lower latency at the cost of a busy core
+                                     (default 0 = never) */
 } ember_options_t;
 
 /* Fills *o with the defaults and struct_size = sizeof *o. */

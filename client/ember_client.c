@@ -31,6 +31,7 @@
 
 #include "client/ember.h"
 #include "client/ember_internal.h"
+#include "common/zmq_poll_spin.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/prng.h"
@@ -98,6 +99,7 @@ struct ember_client {
     char *model;
     int32_t timeout_ms, attempt_timeout_ms, max_attempts, backoff_initial_ms, backoff_max_ms;
     int32_t discovery_refresh_ms;
+    int32_t spin_us; /* busy-poll before sleeping in s_step (0 = never) */
     /* discovery */
     com_registry_t *reg; /* NULL unless Redis mode */
     char *redis_url;
@@ -900,7 +902,7 @@ static void s_step(ember_client_t *c, int64_t until_us, const s_req_t *target) {
         }
         return;
     }
-    int rc = zmq_poll(items, n, timeout_ms);
+    int rc = com_zmq_poll_spin(items, n, timeout_ms, c->spin_us);
     if (rc <= 0)
         return;
     now = com_clock_mono_us();
@@ -1289,6 +1291,7 @@ static int s_read_client_opts(const ember_options_t *in, ember_options_t *o, cha
         {"backoff_max_ms", o->backoff_max_ms, 1, 3600000},
         {"discovery_refresh_ms", o->discovery_refresh_ms, 100, 3600000},
         {"redis_timeout_ms", o->redis_timeout_ms, 1, 60000},
+        {"spin_us", o->spin_us, 0, 100000},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
         if (checks[i].v < checks[i].lo || checks[i].v > checks[i].hi) {
@@ -1346,6 +1349,7 @@ EMBER_API int ember_client_new(const ember_options_t *opts, ember_client_t **out
     c->backoff_initial_ms = o.backoff_initial_ms;
     c->backoff_max_ms = o.backoff_max_ms;
     c->discovery_refresh_ms = o.discovery_refresh_ms;
+    c->spin_us = o.spin_us;
     com_prng_seed(&c->prng, (uint64_t)com_clock_mono_us() ^ (uint64_t)(uintptr_t)c ^
                                 ((uint64_t)com_clock_wall_ms() << 20));
     c->gen = (uint32_t)com_prng_below(&c->prng, 1u << 20);

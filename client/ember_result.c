@@ -67,6 +67,7 @@ EMBER_API void ember_options_init(ember_options_t *o) {
     o->backoff_max_ms = 2000;
     o->discovery_refresh_ms = 5000;
     o->redis_timeout_ms = 250;
+    o->spin_us = 0;
 }
 
 EMBER_API void ember_request_opts_init(ember_request_opts_t *o) {

@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "common/zmq_poll_spin.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/registry_agent.h"
@@ -61,6 +62,7 @@ typedef struct s_args {
     int32_t credits;
     int32_t threads;
     int32_t heartbeat_ms;
+    int32_t spin_us; /* busy-poll this long before blocking (0 = never) */
     int32_t discovery_ms;
 } s_args_t;
 
@@ -125,7 +127,7 @@ static void s_usage(FILE *f) {
     fprintf(f, "usage: ember-worker --broker ENDPOINT [--broker ENDPOINT ...] --model DIR\n"
                "                    --device cpu|cuda:N [--redis URL] [--model-name NAME]\n"
                "                    [--max-batch-tokens N] [--credits N] [--threads N]\n"
-               "                    [--heartbeat-ms N] [--discovery-ms N] [--id ID]\n"
+               "                    [--heartbeat-ms N] [--discovery-ms N] [--spin-us N] [--id ID]\n"
                "                    [--log-level debug|info|warn|error]\n"
                "  --broker          broker backend endpoint (repeatable); without it, --redis is\n"
                "                    required and brokers are discovered from Redis\n"
@@ -138,6 +140,8 @@ static void s_usage(FILE *f) {
                "  --credits         chunks accepted in flight per broker (default 4)\n"
                "  --threads         engine compute threads (default 0 = all cores)\n"
                "  --heartbeat-ms    heartbeat interval (default 1000)\n"
+               "  --spin-us         busy-poll this long after each event before sleeping (lower\n"
+               "                    latency for a busy core; default 0)\n"
                "  --discovery-ms    Redis broker list re-read interval (default 2000)\n"
                "  --id              worker id (default <host>-<pid>-<random>)\n"
                "exit codes: 0 drained, 1 failure, 2 usage, 4 unsupported device/model\n");
@@ -182,6 +186,7 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
         O_CRED,
         O_THREADS,
         O_HB,
+        O_SPIN,
         O_DISC,
         O_ID,
         O_LOG,
@@ -197,6 +202,7 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
         {"credits", required_argument, NULL, O_CRED},
         {"threads", required_argument, NULL, O_THREADS},
         {"heartbeat-ms", required_argument, NULL, O_HB},
+        {"spin-us", required_argument, NULL, O_SPIN},
         {"discovery-ms", required_argument, NULL, O_DISC},
         {"id", required_argument, NULL, O_ID},
         {"log-level", required_argument, NULL, O_LOG},
@@ -238,6 +244,9 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
             break;
         case O_HB:
             rc = s_parse_int("--heartbeat-ms", optarg, 10, 600000, &a->heartbeat_ms);
+            break;
+        case O_SPIN:
+            rc = s_parse_int("--spin-us", optarg, 0, 100000, &a->spin_us);
             break;
         case O_DISC:
             rc = s_parse_int("--discovery-ms", optarg, 10, 3600000, &a->discovery_ms);
@@ -501,7 +510,7 @@ static int s_loop(s_worker_t *w) {
         items[n++] = (zmq_pollitem_t){.fd = s_sig_pipe[0], .events = ZMQ_POLLIN};
         int64_t wait_us = next_tick - now;
         long timeout_ms = wait_us <= 0 ? 0 : (long)((wait_us + 999) / 1000);
-        int rc = zmq_poll(items, n, timeout_ms);
+        int rc = com_zmq_poll_spin(items, n, timeout_ms, w->a.spin_us);
         if (rc < 0 && errno != EINTR) {
             COM_ERROR("zmq_poll: %s", zmq_strerror(errno));
             return S_EXIT_FAIL;

@@ -5,7 +5,10 @@
 # a seeded random-weight all-MiniLM-L6-v2-shape model (bench/gpu/make_random_models.py) with the
 # real tokenizer.json, since the real weights do not fit the transfer limit.
 #
-# Usage (on the GPU host, from the repo root): bench/gpu/pool_latency.sh CARRY OUT
+# Runs once with no spinning and once with broker, worker and client busy-polling SPINS us
+# (default 200) before they sleep (--spin-us, ember_options_t.spin_us).
+#
+# Usage (on the GPU host, from the repo root): [SPINS=us] bench/gpu/pool_latency.sh CARRY OUT
 #   CARRY holds bin/ (ember-broker, ember-worker, bench_pool), lib/ (the Debian runtime libraries
 #   and libember.so.0 the binaries need) and tokenizer.json; OUT receives JSON and logs.
 set -euo pipefail
@@ -18,22 +21,26 @@ python3 bench/gpu/make_random_models.py "$models" >"$out/models.log" 2>&1
 cp "$carry/tokenizer.json" "$models/minilm/"
 fe=tcp://127.0.0.1:7601
 be=tcp://127.0.0.1:7602
-"$carry/bin/ember-broker" --frontend $fe --backend $be --model "$models/minilm" \
-    >"$out/broker.log" 2>&1 &
-broker=$!
-"$carry/bin/ember-worker" --broker $be --model "$models/minilm" --device cuda:0,graphs=all \
-    >"$out/worker.log" 2>&1 &
-worker=$!
-trap 'kill $worker $broker 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 text128=$(printf 'hello %.0s' $(seq 126)) # [CLS] + 126 + [SEP] = 128 tokens
-for i in $(seq 100); do # until the worker has joined (capture-all takes a moment)
-    echo hi | "$carry/bin/ember" embed --broker $fe --timeout-ms 2000 >/dev/null 2>&1 && break
-    sleep 0.2
+# One pool per spin setting (broker, worker and client busy-poll SPIN us before sleeping).
+for spin in 0 ${SPINS:-200}; do
+    "$carry/bin/ember-broker" --frontend $fe --backend $be --model "$models/minilm" \
+        --spin-us $spin >"$out/broker-spin$spin.log" 2>&1 &
+    broker=$!
+    "$carry/bin/ember-worker" --broker $be --model "$models/minilm" --device cuda:0,graphs=all \
+        --spin-us $spin >"$out/worker-spin$spin.log" 2>&1 &
+    worker=$!
+    trap 'kill $worker $broker 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+    for i in $(seq 100); do # until the worker has joined (capture-all takes a moment)
+        echo hi | "$carry/bin/ember" embed --broker $fe --timeout-ms 2000 >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    echo "== spin $spin us"
+    "$carry/bin/bench_pool" --broker $fe --n 5000 --spin-us $spin --text "$text128" \
+        --json "$out/pool_128_spin$spin.json"
+    "$carry/bin/bench_pool" --broker $fe --n 5000 --spin-us $spin \
+        --text "the quick brown fox jumps over" --json "$out/pool_8_spin$spin.json"
+    kill -TERM $worker $broker
+    wait $worker $broker || true
+    trap - EXIT
 done
-"$carry/bin/bench_pool" --broker $fe --n 5000 --text "$text128" --json "$out/pool_128.json"
-"$carry/bin/bench_pool" --broker $fe --n 5000 --text "the quick brown fox jumps over" \
-    --json "$out/pool_8.json"
-kill -TERM $worker $broker
-wait $worker $broker || true
-trap - EXIT
-tail -n 3 "$out/worker.log" "$out/broker.log"
