@@ -495,6 +495,35 @@ static void s_test_sync(void) {
 }
 
 /* 100 requests in flight, answered in reverse order; each result matches its request. */
+/* spin_us: replies still arrive whether they come inside the busy-poll window or after it, and
+ * out-of-range values are refused. */
+static void s_test_spin(void) {
+    s_fake_t *f = s_fake_start(M_ECHO, 0, 0);
+    const char *ep[] = {f->endpoint};
+    ember_options_t o;
+    ember_options_init(&o);
+    o.brokers = ep;
+    o.n_brokers = 1;
+    ember_client_t *c = NULL;
+    char why[256];
+    o.spin_us = -1;
+    CHECK(ember_client_new(&o, &c, why, sizeof why) == EMBER_EINVAL && c == NULL);
+    for (int k = 0; k < 2; k++) {
+        o.spin_us = k == 0 ? 50 : 100000; /* a window shorter and longer than the round trip */
+        CHECK(ember_client_new(&o, &c, why, sizeof why) == EMBER_OK && c);
+        const char *texts[] = {"spin"};
+        size_t lens[] = {4};
+        for (int i = 0; c && i < 20; i++) {
+            ember_result_t *r = NULL;
+            CHECK(ember_embed(c, texts, lens, 1, NULL, &r) == EMBER_OK && r &&
+                  s_row_ok(r, 0, texts[0], 0));
+            ember_result_destroy(&r);
+        }
+        ember_client_destroy(&c);
+    }
+    s_fake_stop(&f);
+}
+
 static void s_test_async(void) {
     enum { N = 100 };
     s_fake_t *f = s_fake_start(M_REVERSE, N, 0);
@@ -963,6 +992,7 @@ static void s_test_cli(void) {
 int main(void) {
     s_test_args();
     s_test_sync();
+    s_test_spin();
     s_test_async();
     s_test_timeout();
     s_test_failover();

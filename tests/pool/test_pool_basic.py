@@ -37,7 +37,9 @@ def worker_chunks(recs):
 
 def test_pool(a):
     with pu.Pool(pu.bins_of(a), a.model, name="basic") as pool:
-        b = pool.up(3, broker_args=["--chunk-tokens", CHUNK_TOKENS])
+        # broker and workers busy-poll here (--spin-us); the other pool tests run without it
+        b = pool.up(3, broker_args=["--chunk-tokens", CHUNK_TOKENS, "--spin-us", "200"],
+                    worker_args=["--spin-us", "200"])
         recs = pool.wait_status(
             lambda rs: sum(1 for r in rs if r["kind"] == "worker" and r.get("healthy") == "yes") >= 3
             and any(r["kind"] == "broker" and r.get("healthy") == "yes" for r in rs), 20)
