@@ -60,27 +60,7 @@ __global__ void __launch_bounds__(kWarps * 32)
             sum += v;
         }
     }
-    const float mean = kern::warp_sum(sum) / (float)H;
-    float sq = 0.f;
-    for (int i = lane * VEC; i < H; i += 32 * VEC)
-#pragma unroll
-        for (int j = 0; j < VEC; j++) {
-            const float d = row[i + j] - mean;
-            sq += d * d;
-        }
-    const float rstd = rsqrtf(kern::warp_sum(sq) / (float)H + eps);
-    for (int i = lane * VEC; i < H; i += 32 * VEC) {
-        float y[VEC], g[VEC], bb[VEC];
-        kern::load_f32<VEC>(gamma + i, g);
-        kern::load_f32<VEC>(beta + i, bb);
-#pragma unroll
-        for (int j = 0; j < VEC; j++)
-            y[j] = (row[i + j] - mean) * rstd * g[j] + bb[j];
-        if (out_f32)
-            kern::store_f32<VEC>(out_f32 + o + i, y);
-        if (out_bf16)
-            kern::store_bf16<VEC>(out_bf16 + o + i, y);
-    }
+    kern::layernorm_row_store<VEC>(row, sum, H, eps, gamma, beta, o, out_f32, out_bf16);
 }
 
 } // namespace

@@ -90,6 +90,40 @@ template <int VEC> __device__ __forceinline__ void store_f32(float *p, const flo
     }
 }
 
+/* The second half of a warp-per-row LayerNorm, shared by the fused LayerNorm kernels: row[0..H)
+ * (this warp's staging row in shared memory, already filled, with sum = the warp's partial sum
+ * of it) is normalised with gamma/beta and written to out_f32 and/or out_bf16 at offset o.
+ * Two passes over the row (mean, then the variance of the deviations) keep it exact enough for
+ * the references' double-precision comparison. */
+template <int VEC>
+__device__ __forceinline__ void layernorm_row_store(const float *row, float sum, int32_t H,
+                                                    float eps, const float *__restrict__ gamma,
+                                                    const float *__restrict__ beta, int64_t o,
+                                                    float *out_f32, uint16_t *out_bf16) {
+    const int lane = threadIdx.x % 32;
+    const float mean = warp_sum(sum) / (float)H;
+    float sq = 0.f;
+    for (int i = lane * VEC; i < H; i += 32 * VEC)
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            const float d = row[i + j] - mean;
+            sq += d * d;
+        }
+    const float rstd = rsqrtf(warp_sum(sq) / (float)H + eps);
+    for (int i = lane * VEC; i < H; i += 32 * VEC) {
+        float y[VEC], g[VEC], be[VEC];
+        load_f32<VEC>(gamma + i, g);
+        load_f32<VEC>(beta + i, be);
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+            y[j] = (row[i + j] - mean) * rstd * g[j] + be[j];
+        if (out_f32)
+            store_f32<VEC>(out_f32 + o + i, y);
+        if (out_bf16)
+            store_bf16<VEC>(out_bf16 + o + i, y);
+    }
+}
+
 /* 16-byte aligned? */
 static inline bool aligned16(const void *p) {
     return ((uintptr_t)p & 15u) == 0;
