@@ -975,26 +975,37 @@ static int s_submit(ember_client_t *c, s_req_t *r, ember_req_t *req) {
     return EMBER_OK;
 }
 
-static int s_submit_texts(ember_client_t *c, emb_kind_t kind, const char *const *texts,
-                          const size_t *lens, size_t n, const ember_request_opts_t *opts,
-                          ember_req_t *req) {
+/* What every submit checks first: arguments, options (into *o) and the input count against the
+ * protocol limits (*lim). Zeroes *req. Returns 0 or a status with the client's message set. */
+static int s_submit_checks(ember_client_t *c, const void *inputs, const size_t *lens, size_t n,
+                           const ember_request_opts_t *opts, ember_req_t *req,
+                           ember_request_opts_t *o, com_proto_limits_t *lim) {
     if (req)
         *req = 0;
     if (!c)
         return EMBER_EINVAL;
-    if (!req || (n > 0 && (!texts || !lens)))
+    if (!req || (n > 0 && (!inputs || !lens)))
         return s_fail(c, EMBER_EINVAL, "NULL argument");
     if (n == 0)
         return s_fail(c, EMBER_EINVAL, "no inputs (n == 0)");
-    ember_request_opts_t o;
-    int rc = s_read_opts(c, opts, &o);
+    int rc = s_read_opts(c, opts, o);
     if (rc != 0)
         return rc;
-    com_proto_limits_t lim;
-    com_proto_limits_default(&lim);
-    if (n > lim.max_inputs)
+    com_proto_limits_default(lim);
+    if (n > lim->max_inputs)
         return s_fail(c, EMBER_ETOO_LARGE, "%zu inputs exceed the limit %u per request", n,
-                      lim.max_inputs);
+                      lim->max_inputs);
+    return 0;
+}
+
+static int s_submit_texts(ember_client_t *c, emb_kind_t kind, const char *const *texts,
+                          const size_t *lens, size_t n, const ember_request_opts_t *opts,
+                          ember_req_t *req) {
+    ember_request_opts_t o;
+    com_proto_limits_t lim;
+    int rc = s_submit_checks(c, texts, lens, n, opts, req, &o, &lim);
+    if (rc != 0)
+        return rc;
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (!texts[i] && lens[i] > 0)
@@ -1043,23 +1054,11 @@ EMBER_API int ember_submit_tokenize(ember_client_t *client, const char *const *t
 EMBER_API int ember_submit_embed_tokens(ember_client_t *c, const int32_t *const *ids,
                                         const size_t *lens, size_t n,
                                         const ember_request_opts_t *opts, ember_req_t *req) {
-    if (req)
-        *req = 0;
-    if (!c)
-        return EMBER_EINVAL;
-    if (!req || (n > 0 && (!ids || !lens)))
-        return s_fail(c, EMBER_EINVAL, "NULL argument");
-    if (n == 0)
-        return s_fail(c, EMBER_EINVAL, "no inputs (n == 0)");
     ember_request_opts_t o;
-    int rc = s_read_opts(c, opts, &o);
+    com_proto_limits_t lim;
+    int rc = s_submit_checks(c, ids, lens, n, opts, req, &o, &lim);
     if (rc != 0)
         return rc;
-    com_proto_limits_t lim;
-    com_proto_limits_default(&lim);
-    if (n > lim.max_inputs)
-        return s_fail(c, EMBER_ETOO_LARGE, "%zu inputs exceed the limit %u per request", n,
-                      lim.max_inputs);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (lens[i] == 0 || !ids[i])
