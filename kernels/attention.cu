@@ -14,8 +14,12 @@
  * Per key block (double-buffered in shared memory by cp.async, zero-filled past the end):
  *   S = Q K^T          mma.sync m16n8k16 bf16 -> fp32; Q fragments held in registers, K by
  *                      ldmatrix.x4 from [key][dim] rows padded by 16 bytes (no bank conflicts)
- *   online softmax     in base 2 (scale * log2 e folded in), running max m and partial sum l
- *                      per row (per thread, reduced over the quad at the end), O rescaled
+ *   online softmax     in base 2: p = ex2.approx(s * scale * log2 e - m), one FFMA + one MUFU
+ *                      per score; running max m (scaled units) and partial sum l per row (per
+ *                      thread, reduced over the quad at the end), O rescaled. Masking only in
+ *                      blocks that cross a row's key range (a warp-uniform test): for d = 32
+ *                      the softmax's ALU work, not the tensor cores, bounds the kernel, and the
+ *                      mask was a third of it
  *   O += P V           P re-packed from the S accumulators into A fragments (no shared memory),
  *                      V by ldmatrix.x4.trans
  * then O / l is written as bf16 for the valid rows. GQA: kv head = h / (n_heads / n_kv_heads).
@@ -70,6 +74,14 @@ template <int N> __device__ __forceinline__ void cp_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+/* 2^x by the special-function unit (~2 ulp; -inf -> +0), what exp2f costs several
+ * instructions more for */
+__device__ __forceinline__ float ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&v);
@@ -118,10 +130,15 @@ __global__ void __launch_bounds__(kThreads)
     /* the warp's union key range, to skip blocks none of its rows sees */
     int32_t wlo = min(lo[0] < hi[0] ? lo[0] : INT32_MAX, lo[1] < hi[1] ? lo[1] : INT32_MAX);
     int32_t whi = max(hi[0], hi[1]);
+    /* ... and the keys every row of the warp sees (empty when a row is past n_tokens): blocks
+     * inside it need no mask */
+    int32_t wlo_in = max(lo[0], lo[1]), whi_in = min(hi[0], hi[1]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         wlo = min(wlo, __shfl_xor_sync(0xffffffffu, wlo, o));
         whi = max(whi, __shfl_xor_sync(0xffffffffu, whi, o));
+        wlo_in = max(wlo_in, __shfl_xor_sync(0xffffffffu, wlo_in, o));
+        whi_in = min(whi_in, __shfl_xor_sync(0xffffffffu, whi_in, o));
     }
 
     /* Q fragments (A operand, row-major 16 x HD), zero for invalid rows */
@@ -185,26 +202,36 @@ __global__ void __launch_bounds__(kThreads)
                     mma_bf16(s[2 * n2], qa[kk], b0, b1);
                     mma_bf16(s[2 * n2 + 1], qa[kk], b2, b3);
                 }
-            /* mask, scale, block row max */
+            /* block row max of the raw scores; masking only where the block crosses a row's
+             * key range (warp-uniform test: most blocks of long sequences are interior) */
             float mb[2] = {-INFINITY, -INFINITY};
+            if (kb >= wlo_in && kb + kBN <= whi_in) {
 #pragma unroll
-            for (int n = 0; n < kBN / 8; n++)
+                for (int n = 0; n < kBN / 8; n++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int i = e >> 1;
-                    const int32_t key = kb + 8 * n + 2 * c4 + (e & 1);
-                    const bool ok = key >= lo[i] && key < hi[i];
-                    s[n][e] = ok ? s[n][e] * scale_log2 : -INFINITY;
-                    mb[i] = fmaxf(mb[i], s[n][e]);
-                }
+                    for (int e = 0; e < 4; e++)
+                        mb[e >> 1] = fmaxf(mb[e >> 1], s[n][e]);
+            } else {
+#pragma unroll
+                for (int n = 0; n < kBN / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int i = e >> 1;
+                        const int32_t key = kb + 8 * n + 2 * c4 + (e & 1);
+                        const bool ok = key >= lo[i] && key < hi[i];
+                        s[n][e] = ok ? s[n][e] : -INFINITY;
+                        mb[i] = fmaxf(mb[i], s[n][e]);
+                    }
+            }
+            /* running max in scaled base-2 units (scale > 0, so the max commutes with it) */
             float alpha[2], muse[2];
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 mb[i] = fmaxf(mb[i], __shfl_xor_sync(0xffffffffu, mb[i], 1));
                 mb[i] = fmaxf(mb[i], __shfl_xor_sync(0xffffffffu, mb[i], 2));
-                const float mnew = fmaxf(m_run[i], mb[i]);
+                const float mnew = fmaxf(m_run[i], mb[i] * scale_log2);
                 muse[i] = mnew == -INFINITY ? 0.f : mnew;
-                alpha[i] = m_run[i] == -INFINITY ? 0.f : exp2f(m_run[i] - muse[i]);
+                alpha[i] = m_run[i] == -INFINITY ? 0.f : ex2(m_run[i] - muse[i]);
                 m_run[i] = mnew;
                 l_run[i] *= alpha[i];
             }
@@ -213,11 +240,13 @@ __global__ void __launch_bounds__(kThreads)
                 o_acc[n][0] *= alpha[0], o_acc[n][1] *= alpha[0];
                 o_acc[n][2] *= alpha[1], o_acc[n][3] *= alpha[1];
             }
+            /* p = 2^(s scale log2(e) - m): one FFMA and one MUFU.EX2 per score (masked -inf -> 0)
+             */
 #pragma unroll
             for (int n = 0; n < kBN / 8; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const float p = exp2f(s[n][e] - muse[e >> 1]);
+                    const float p = ex2(fmaf(s[n][e], scale_log2, -muse[e >> 1]));
                     s[n][e] = p;
                     l_run[e >> 1] += p;
                 }

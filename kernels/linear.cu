@@ -24,6 +24,10 @@ struct kern_linear_plan {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c; /* W^T, X, Y (C and D share a layout) */
     cublasLtMatmulAlgo_t algo;
+    /* the heuristic's usable candidates, best first, for kern_linear_plan_tune */
+    int32_t n_cand;
+    cublasLtMatmulAlgo_t cand[8];
+    size_t cand_ws[8];
 };
 
 extern "C" void kern_linear_plan_destroy(kern_linear_plan_t **self_p) {
@@ -65,11 +69,17 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
     KERN_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_16BF, p->out, p->n, p->out), err);
     cublasLtMatmulPreference_t pref = NULL;
     KERN_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&pref), err);
-    enum { kMaxAlgos = 8 };
+    enum { kMaxAlgos = sizeof p->cand / sizeof *p->cand };
     cublasLtMatmulHeuristicResult_t res[kMaxAlgos];
     int found = 0;
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof workspace_bytes);
+    /* no in-place split-K (partial sums added into the output under counters): every
+     * candidate must give the same bits on every run, whatever the tuning picks */
+    const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_MASK & ~CUBLASLT_REDUCTION_SCHEME_INPLACE;
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                  &schemes, sizeof schemes);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->a, p->b, p->c, p->c, pref, kMaxAlgos, res,
                                             &found);
@@ -79,12 +89,15 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
     for (int i = 0; i < found; i++) {
         if (res[i].state != CUBLAS_STATUS_SUCCESS)
             continue;
-        if (usable == rank) {
-            p->algo = res[i].algo;
-            p->workspace_bytes = res[i].workspaceSize;
-            return 0;
-        }
+        p->cand[usable] = res[i].algo;
+        p->cand_ws[usable] = res[i].workspaceSize;
         usable++;
+    }
+    p->n_cand = usable;
+    if (rank < usable) {
+        p->algo = p->cand[rank];
+        p->workspace_bytes = p->cand_ws[rank];
+        return 0;
     }
     return com_error_set(err, COM_EUNSUPPORTED,
                          "linear plan %dx%dx%d%s: heuristic offers %d algorithm(s), rank %d asked",
@@ -128,5 +141,70 @@ extern "C" int kern_linear_cuda(cublasLtHandle_t lt, const kern_linear_plan_t *p
     KERN_CUBLAS_TRY(cublasLtMatmul(lt, p->op, &alpha, w, p->a, x, p->b, &beta, y, p->c, y, p->c,
                                    &p->algo, workspace, p->workspace_bytes, stream),
                     err);
+    return 0;
+}
+
+/* Mean time (ms) of reps runs of candidate c, the best of trials, timed by events on stream. */
+static int s_time_cand(cublasLtHandle_t lt, kern_linear_plan_t *p, int32_t c, uint16_t *y,
+                       const uint16_t *x, const uint16_t *w, void *workspace, cudaStream_t stream,
+                       cudaEvent_t e0, cudaEvent_t e1, float *best_ms, com_error_t *err) {
+    enum { kWarm = 2, kReps = 5, kTrials = 2 };
+    const float alpha = 1.0f, beta = 0.0f;
+    *best_ms = 1e30f;
+    for (int t = 0; t < kTrials; t++) {
+        for (int r = 0; r < (t == 0 ? kWarm : 0) + kReps; r++) {
+            if (r == (t == 0 ? kWarm : 0))
+                KERN_CUDA_TRY(cudaEventRecord(e0, stream), err);
+            KERN_CUBLAS_TRY(cublasLtMatmul(lt, p->op, &alpha, w, p->a, x, p->b, &beta, y, p->c, y,
+                                           p->c, &p->cand[c], workspace, p->cand_ws[c], stream),
+                            err);
+        }
+        KERN_CUDA_TRY(cudaEventRecord(e1, stream), err);
+        KERN_CUDA_TRY(cudaEventSynchronize(e1), err);
+        float ms = 0.f;
+        KERN_CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1), err);
+        *best_ms = fminf(*best_ms, ms / kReps);
+    }
+    return 0;
+}
+
+extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p, uint16_t *y,
+                                     const uint16_t *x, const uint16_t *w, const uint16_t *b,
+                                     void *workspace, size_t workspace_bytes, cudaStream_t stream,
+                                     int32_t *chosen, com_error_t *err) {
+    if (!lt || !p || !y || !x || !w || (p->bias && !b) || !workspace)
+        return com_error_set(err, COM_EINVAL, "linear tune: bad arguments");
+    if (p->bias)
+        KERN_CUBLAS_TRY(
+            cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b),
+            err);
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    KERN_CUDA_TRY(cudaEventCreate(&e0), err);
+    cudaError_t ce = cudaEventCreate(&e1);
+    if (ce != cudaSuccess) {
+        cudaEventDestroy(e0);
+        KERN_CUDA_TRY(ce, err);
+    }
+    int rc = 0, best = -1;
+    float best_ms = 1e30f;
+    for (int32_t c = 0; c < p->n_cand && rc == 0; c++) {
+        if (p->cand_ws[c] > workspace_bytes)
+            continue;
+        float ms = 0.f;
+        rc = s_time_cand(lt, p, c, y, x, w, workspace, stream, e0, e1, &ms, err);
+        /* a challenger must win by 3%: timing noise should not undo the heuristic */
+        if (rc == 0 && (best < 0 || ms < best_ms * 0.97f))
+            best = c, best_ms = ms;
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    if (rc != 0)
+        return rc;
+    if (best >= 0) {
+        p->algo = p->cand[best];
+        p->workspace_bytes = p->cand_ws[best];
+    }
+    if (chosen)
+        *chosen = best;
     return 0;
 }

@@ -39,6 +39,14 @@ int kern_linear_plan_new(struct cublasLtContext *lt, int32_t n, int32_t in, int3
                          size_t workspace_bytes, int32_t rank, kern_linear_plan_t **out_plan,
                          com_error_t *err);
 void kern_linear_plan_destroy(kern_linear_plan_t **self_p);
+/* Times every candidate the heuristic offered (up to 8; those whose workspace fits
+ * workspace_bytes) on the given buffers and keeps the fastest; a candidate must beat the
+ * heuristic's order by 3% to replace it. Synchronises stream; not for graph capture. *chosen
+ * (optional): the candidate's rank. Returns 0, COM_EINVAL or COM_EINTERNAL. */
+int kern_linear_plan_tune(struct cublasLtContext *lt, kern_linear_plan_t *p, uint16_t *y,
+                          const uint16_t *x, const uint16_t *w, const uint16_t *b, void *workspace,
+                          size_t workspace_bytes, struct CUstream_st *stream, int32_t *chosen,
+                          com_error_t *err);
 /* Runs y[n, out] = x[n, in] w[out, in]^T (+ b[out]) for the plan's n. Returns 0 or
  * COM_EINTERNAL. Enqueued on stream. */
 int kern_linear_cuda(struct cublasLtContext *lt, const kern_linear_plan_t *p,

@@ -1,16 +1,17 @@
 /* kernels/pool.cu — CUDA sentence pooling (CLS / mean / last token), Matryoshka truncation and
  * L2 normalisation, fp32 out (contract in pool.h; plain-C reference kern_pool_ref beside it).
  *
- * Algorithm: grid-stride over sequences, one 256-thread block (8 warps) per sequence. Mean: warp
- * w sums the tokens t0 + w, t0 + w + 8, ... of the sequence, lanes over the kept columns
- * (coalesced 128-byte row reads, 4 tokens unrolled so several loads are in flight), into its own
- * row of shared memory; after a barrier each thread adds the 8 partial sums of its columns and
- * scales by 1/len. (A first version with one thread per column walking all tokens serially ran
- * 42 us for one 128-token sequence on an H200: latency-bound; the bench's "pool" row.) CLS/last:
+ * Algorithm: grid-stride over sequences, one 1024-thread block per sequence. Mean: the threads
+ * form R row lanes of H/4 float4 column groups (R = 1024 / (H/4), 10 at H = 384); lane r sums
+ * the tokens t0 + r, t0 + r + R, ... with 8 loads in flight per thread into its own row of
+ * shared memory; after a barrier each thread adds the R partial sums of its columns and scales by
+ * 1/len (scalar columns when H % 4 != 0). The op is latency-bound: the earlier 8-warp version
+ * with scalar loads took 12 us for one 128-token sequence and 38 us for 8 x 512 on an H200 (the
+ * bench's "pool" row); the order of the sums is fixed, so results are deterministic. CLS/last:
  * a copy of one row. With normalize the block reduces the squares (warp shuffles + shared
  * memory) and each thread rescales its own columns by 1/max(norm, 1e-12). Every per-batch
  * number (n_seqs, out_dim, normalize) comes from device memory, so the launch (grid =
- * min(max_seqs, 2048) blocks, 8 x hidden floats of shared memory) is the same for every batch
+ * min(max_seqs, 512) blocks, R x hidden floats of shared memory) is the same for every batch
  * of a bucket. Stream: the caller's. Tested by tests/test_kernels_cuda.c; timed by
  * bench_kernels_cuda ("pool"). */
 #include "kernels/kern_cuda_dev.cuh"
@@ -18,36 +19,70 @@
 
 namespace {
 
-constexpr int kWarps = 8, kThreads = kWarps * 32;
+constexpr int kThreads = 1024, kUnroll = 8;
 
+/* Row lanes of a block for hidden size H read V floats at a time: threads form R lanes of H / V
+ * column groups (R >= 1; a single lane loops over the groups when they outnumber the threads). */
+__host__ __device__ constexpr int row_lanes(int32_t H, int V) {
+    return H / V >= kThreads ? 1 : kThreads / (H / V);
+}
+
+template <int V> struct Vec;
+template <> struct Vec<1> {
+    using T = float;
+    __device__ static void add(float *a, T x) {
+        a[0] += x;
+    }
+};
+template <> struct Vec<4> {
+    using T = float4;
+    __device__ static void add(float *a, T x) {
+        a[0] += x.x, a[1] += x.y, a[2] += x.z, a[3] += x.w;
+    }
+};
+
+template <int V>
 __global__ void __launch_bounds__(kThreads)
     k_pool(float *__restrict__ out, const float *__restrict__ h, const int32_t *__restrict__ cu,
            const int32_t *__restrict__ n_seqs_p, const int32_t *__restrict__ out_dim_p,
            const int32_t *__restrict__ normalize_p, int32_t H, int mode) {
-    extern __shared__ float part[]; /* [kWarps][H] */
-    __shared__ float red[kWarps];
+    using VT = typename Vec<V>::T;
+    extern __shared__ float part[]; /* [R][H] partial sums, one row per row lane */
+    __shared__ float red[kThreads / 32];
     const int32_t n_seqs = *n_seqs_p, D = *out_dim_p;
     const bool norm = *normalize_p != 0;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (D < 1 || D > H)
         return;
+    const int G = H / V, R = row_lanes(H, V);
+    const int lane_r = R > 1 ? (int)threadIdx.x / G : 0;
+    const int c_first = R > 1 ? (int)threadIdx.x % G : (int)threadIdx.x;
+    const int c_step = R > 1 ? G : kThreads; /* R > 1: each thread owns one column group */
+    const int G_kept = (D + V - 1) / V;      /* groups holding a kept column */
     for (int32_t s = blockIdx.x; s < n_seqs; s += gridDim.x) {
         const int32_t t0 = cu[s], t1 = cu[s + 1];
         float *o = out + (int64_t)s * D;
         if (mode == KERN_POOL_MEAN) {
-            for (int32_t d = lane; d < D; d += 32) {
-                float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
-                int32_t t = t0 + warp;
-                for (; t + 3 * kWarps < t1; t += 4 * kWarps) {
-                    a0 += h[(int64_t)t * H + d];
-                    a1 += h[(int64_t)(t + kWarps) * H + d];
-                    a2 += h[(int64_t)(t + 2 * kWarps) * H + d];
-                    a3 += h[(int64_t)(t + 3 * kWarps) * H + d];
+            if (lane_r < R)
+                for (int c = c_first; c < G_kept; c += c_step) {
+                    float acc[V] = {};
+                    const VT *col = reinterpret_cast<const VT *>(h) + c;
+                    /* kUnroll independent loads in flight per thread, the tail predicated
+                     * rather than serial: the op is latency-bound */
+                    for (int32_t t = t0 + lane_r; t < t1; t += kUnroll * R) {
+                        VT x[kUnroll];
+#pragma unroll
+                        for (int u = 0; u < kUnroll; u++)
+                            if (t + u * R < t1)
+                                x[u] = col[(int64_t)(t + u * R) * G];
+#pragma unroll
+                        for (int u = 0; u < kUnroll; u++)
+                            if (t + u * R < t1)
+                                Vec<V>::add(acc, x[u]);
+                    }
+#pragma unroll
+                    for (int j = 0; j < V; j++)
+                        part[lane_r * H + c * V + j] = acc[j];
                 }
-                for (; t < t1; t += kWarps)
-                    a0 += h[(int64_t)t * H + d];
-                part[warp * H + d] = (a0 + a1) + (a2 + a3);
-            }
             __syncthreads();
         }
         float ss = 0.f;
@@ -56,9 +91,8 @@ __global__ void __launch_bounds__(kThreads)
             float v;
             if (mode == KERN_POOL_MEAN) {
                 v = 0.f;
-#pragma unroll
-                for (int w = 0; w < kWarps; w++)
-                    v += part[w * H + d];
+                for (int r = 0; r < R; r++)
+                    v += part[r * H + d];
                 v *= inv_len;
             } else {
                 v = h[(int64_t)(mode == KERN_POOL_CLS ? t0 : t1 - 1) * H + d];
@@ -68,12 +102,12 @@ __global__ void __launch_bounds__(kThreads)
         }
         if (norm) {
             ss = kern::warp_sum(ss);
-            if (lane == 0)
-                red[warp] = ss;
+            if (threadIdx.x % 32 == 0)
+                red[threadIdx.x / 32] = ss;
             __syncthreads();
             float tot = 0.f;
-#pragma unroll
-            for (int w = 0; w < kWarps; w++)
+#pragma unroll 8
+            for (int w = 0; w < kThreads / 32; w++)
                 tot += red[w];
             const float inv = 1.0f / fmaxf(sqrtf(tot), 1e-12f);
             for (int32_t d = threadIdx.x; d < D; d += kThreads)
@@ -81,6 +115,26 @@ __global__ void __launch_bounds__(kThreads)
         }
         __syncthreads(); /* part and red are reused by the next sequence */
     }
+}
+
+template <int V>
+int s_launch(float *out, const float *h, const int32_t *cu, const int32_t *n_seqs,
+             const int32_t *out_dim, const int32_t *normalize, int32_t max_seqs, int32_t hidden,
+             kern_pool_mode_t mode, cudaStream_t stream, com_error_t *err) {
+    const size_t smem = (size_t)row_lanes(hidden, V) * hidden * sizeof(float);
+    if (smem > 200 * 1024)
+        return com_error_set(err, COM_EUNSUPPORTED, "pool_cuda: hidden %d too wide", (int)hidden);
+    if (smem > 48 * 1024)
+        KERN_CUDA_TRY(
+            cudaFuncSetAttribute(k_pool<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+            err);
+    /* grid-stride over sequences: a few waves of blocks at most (idle 1024-thread blocks are
+     * not free) */
+    const unsigned blocks = (unsigned)(max_seqs < 512 ? max_seqs : 512);
+    k_pool<V><<<blocks, kThreads, smem, stream>>>(out, h, cu, n_seqs, out_dim, normalize, hidden,
+                                                  (int)mode);
+    KERN_CUDA_TRY(cudaGetLastError(), err);
+    return 0;
 }
 
 } // namespace
@@ -93,16 +147,10 @@ extern "C" int kern_pool_cuda(float *out, const float *h, const int32_t *cu_seql
         hidden < 1 || (mode != KERN_POOL_CLS && mode != KERN_POOL_MEAN && mode != KERN_POOL_LAST))
         return com_error_set(err, COM_EINVAL, "pool_cuda: bad arguments (max_seqs %d, hidden %d)",
                              (int)max_seqs, (int)hidden);
-    const size_t smem = (size_t)kWarps * hidden * sizeof(float);
-    if (smem > 200 * 1024)
-        return com_error_set(err, COM_EUNSUPPORTED, "pool_cuda: hidden %d too wide", (int)hidden);
-    if (smem > 48 * 1024)
-        KERN_CUDA_TRY(
-            cudaFuncSetAttribute(k_pool, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
-            err);
-    const unsigned blocks = (unsigned)(max_seqs < 2048 ? max_seqs : 2048);
-    k_pool<<<blocks, kThreads, smem, stream>>>(out, h, cu_seqlens, n_seqs, out_dim, normalize,
-                                               hidden, (int)mode);
-    KERN_CUDA_TRY(cudaGetLastError(), err);
-    return 0;
+    /* float4 rows when every row starts 16-byte aligned */
+    if (hidden % 4 == 0 && kern::aligned16(h))
+        return s_launch<4>(out, h, cu_seqlens, n_seqs, out_dim, normalize, max_seqs, hidden, mode,
+                           stream, err);
+    return s_launch<1>(out, h, cu_seqlens, n_seqs, out_dim, normalize, max_seqs, hidden, mode,
+                       stream, err);
 }

@@ -193,23 +193,33 @@ static void test_linear(void) {
             float *ref = malloc((size_t)n * out * sizeof *ref);
             kern_linear_ref(ref, x, w, hb ? bias : NULL, n, in, out);
             const double atol = 1e-2 * s_rms(ref, (size_t)n * out);
-            for (int32_t rank = 0; rank < 4; rank++) {
+            /* ranks 0-3 of the heuristic, then (rank -1) the plan kern_linear_plan_tune picks */
+            for (int32_t rank = 0; rank < 5; rank++) {
+                const bool tuned = rank == 4;
                 kern_linear_plan_t *p = NULL;
                 com_error_t err = {0};
-                int rc = kern_linear_plan_new(lt, n, in, out, hb, ws_bytes, rank, &p, &err);
-                if (rc == COM_EUNSUPPORTED && rank > 0)
-                    break; /* fewer algorithms offered for this shape */
+                int rc =
+                    kern_linear_plan_new(lt, n, in, out, hb, ws_bytes, tuned ? 0 : rank, &p, &err);
+                if (rc == COM_EUNSUPPORTED && rank > 0 && !tuned)
+                    continue; /* fewer algorithms offered for this shape */
                 CHECK_MSG(rc == 0, "linear plan %dx%dx%d: %s", (int)n, (int)in, (int)out, err.msg);
                 if (rc != 0)
                     break;
+                if (tuned) {
+                    int32_t chosen = -1;
+                    rc = kern_linear_plan_tune(lt, p, dy, dx, dw, hb ? dbias : NULL, ws, ws_bytes,
+                                               g_st, &chosen, &err);
+                    CHECK_MSG(rc == 0 && chosen >= 0, "linear tune %dx%dx%d: %s", (int)n, (int)in,
+                              (int)out, err.msg);
+                }
                 s_poison(dy, (size_t)n * out * 2);
                 rc = kern_linear_cuda(lt, p, dy, dx, dw, hb ? dbias : NULL, ws, ws_bytes, g_st,
                                       &err);
                 CHECK_MSG(rc == 0, "linear_cuda: %s", err.msg);
                 float *got = s_down_bf(dy, (size_t)n * out);
                 char what[96];
-                snprintf(what, sizeof what, "linear %dx%dx%d bias %d rank %d", (int)n, (int)in,
-                         (int)out, hb, (int)rank);
+                snprintf(what, sizeof what, "linear %dx%dx%d bias %d %s %d", (int)n, (int)in,
+                         (int)out, hb, tuned ? "tuned" : "rank", (int)rank);
                 s_cmp(what, got, ref, (size_t)n * out, atol, 1e-2);
                 free(got);
                 kern_linear_plan_destroy(&p);
@@ -221,7 +231,7 @@ static void test_linear(void) {
         cudaFree(dx), cudaFree(dw), cudaFree(dbias), cudaFree(dy);
         free(x), free(w), free(bias);
     }
-    printf("linear: %d (shape, bias, heuristic rank) plans checked\n", n_plans);
+    printf("linear: %d (shape, bias, heuristic rank or tuned) plans checked\n", n_plans);
     cudaFree(ws);
     cublasLtDestroy(lt);
 }
@@ -399,12 +409,14 @@ static void test_attention(void) {
 
 /* ---- pooling ---- */
 static void test_pool(void) {
-    static const int32_t lens[] = {1, 7, 64, 1, 130, 2};
-    const int32_t ns = 6;
-    int32_t cu[7];
+    /* lengths around the kernel's 8-deep unroll; hidden sizes for scalar columns (7), float4
+     * columns in several row lanes (384) and one lane looping over column groups (4100) */
+    static const int32_t lens[] = {1, 7, 64, 1, 130, 2, 1001};
+    const int32_t ns = 7;
+    int32_t cu[8];
     const int32_t n = s_cu(lens, ns, cu);
-    static const int32_t hiddens[] = {7, 384};
-    for (int hi = 0; hi < 2; hi++) {
+    static const int32_t hiddens[] = {7, 384, 4100};
+    for (int hi = 0; hi < 3; hi++) {
         const int32_t H = hiddens[hi];
         float *h = s_rand_bf((size_t)n * H, -2, 2);
         float *dh = s_up(h, (size_t)n * H * 4);
