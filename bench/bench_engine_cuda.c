@@ -8,6 +8,9 @@
  *     100 texts of 32..512 tokens (seeded lengths, one ragged batch split by the engine at
  *     max_batch_tokens, and 4 batches of 25 pipelined): tokens/s; latency vs token count
  *     (128..8192, sequences of <= 512); prints a table, writes JSON.
+ *   bench_engine_cuda profile MODEL_DIR DEVICE CASE [REPS]
+ *     one case (b1_128, ragged, or a token count as sequences of <= 512) on DEVICE (e.g.
+ *     "cuda:0,graphs=off" under ncu): wall and GPU medians.
  *   bench_engine_cuda dump MODEL_DIR DEVICE IN.bin OUT.bin
  *     runs the batches of IN.bin (int32 n_batches; per batch n_seqs, n_tokens, cu[n_seqs+1],
  *     ids[n_tokens]) through DEVICE ("cpu" or "cuda:0") with normalize 0 (raw pooled), writes
@@ -151,15 +154,68 @@ static double s_run(wrk_engine_t *e, const work_t *w, int32_t k) {
     return s_now_ms() - t0;
 }
 
-static void s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps, double *med,
-                   double *p99) {
-    double *v = malloc((size_t)reps * sizeof *v);
+/* GPU time the engine has measured so far (ms, summed over chunks) */
+static double s_gpu_ms(wrk_engine_t *e) {
+    wrk_cuda_stats_t st;
+    com_error_t err = {0};
+    return wrk_engine_cuda_stats(e, &st, &err) == 0 ? st.gpu_ms_total : 0.0;
+}
+
+/* median / p99 wall ms of reps runs after a warm-up (eager, capture, replay); *gpu_med: median
+ * GPU ms of the same runs (input copy to output copy, summed over the run's chunks) */
+static void s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps, double *med, double *p99,
+                   double *gpu_med) {
+    double *v = malloc((size_t)reps * sizeof *v), *g = malloc((size_t)reps * sizeof *g);
     for (int i = 0; i < 3; i++)
-        s_run(e, w, k); /* warm-up: eager, capture, replay */
-    for (int i = 0; i < reps; i++)
+        s_run(e, w, k);
+    for (int i = 0; i < reps; i++) {
+        const double g0 = s_gpu_ms(e);
         v[i] = s_run(e, w, k);
+        g[i] = s_gpu_ms(e) - g0;
+    }
     s_stats(v, reps, med, p99);
-    free(v);
+    double gp99;
+    s_stats(g, reps, gpu_med, &gp99);
+    free(v), free(g);
+}
+
+/* bench_engine_cuda profile MODEL_DIR DEVICE CASE REPS: one case (b1_128, ragged, or a token
+ * count N as sequences of <= 512), wall and GPU medians; for profilers (ncu) and quick checks */
+static work_t s_case(const char *name, int32_t vocab, com_prng_t *rng) {
+    if (strcmp(name, "ragged") == 0) {
+        int32_t lens[100];
+        for (int i = 0; i < 100; i++)
+            lens[i] = 32 + (int32_t)com_prng_below(rng, 481);
+        return s_work(lens, 100, 0, vocab, rng);
+    }
+    const int32_t n = strcmp(name, "b1_128") == 0 ? 128 : atoi(name);
+    if (n < 1 || n > (1 << 20)) {
+        fprintf(stderr, "case %s: want b1_128, ragged or a token count\n", name);
+        exit(2);
+    }
+    return s_work(NULL, n <= 512 ? 1 : n / 512, n <= 512 ? n : 512, vocab, rng);
+}
+
+static int s_profile(const char *dir, const char *device, const char *name, int reps) {
+    com_error_t err = {0};
+    wrk_engine_t *e = NULL;
+    wrk_engine_opts_t o = {device, 0, 0};
+    if (wrk_engine_new(dir, &o, &e, &err) != 0) {
+        fprintf(stderr, "engine: %s\n", err.msg);
+        return 1;
+    }
+    com_prng_t rng;
+    com_prng_seed(&rng, 42);
+    work_t w = s_case(name, wrk_engine_model(e)->vocab_size, &rng);
+    double med, p99, gmed;
+    s_time(e, &w, 1, reps, &med, &p99, &gmed);
+    printf("profile %s %s %s: %d seqs, %d tokens: wall median %.4f ms p99 %.4f ms, GPU median "
+           "%.4f ms (%.0f tokens/s wall)\n",
+           dir, device, name, (int)w.n_seqs, (int)w.n_tokens, med, p99, gmed,
+           w.n_tokens / (med * 1e-3));
+    free(w.ids), free(w.cu);
+    wrk_engine_destroy(&e);
+    return 0;
 }
 
 static int s_bench(const char *dir, const char *name, const char *json_path, int reps) {
@@ -185,38 +241,36 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
     const com_model_info_t *in = wrk_engine_model(e);
     com_prng_t rng;
     com_prng_seed(&rng, 42);
-    double b1_med, b1_p99;
+    double b1_med, b1_p99, b1_gpu;
     work_t one = s_work(NULL, 1, 128, in->vocab_size, &rng);
-    s_time(e, &one, 1, reps, &b1_med, &b1_p99);
-    int32_t lens[100];
-    for (int i = 0; i < 100; i++)
-        lens[i] = 32 + (int32_t)com_prng_below(&rng, 481);
-    work_t rag = s_work(lens, 100, 0, in->vocab_size, &rng);
-    double r1_med, r1_p99, r4_med, r4_p99;
-    s_time(e, &rag, 1, reps / 10 + 5, &r1_med, &r1_p99);
-    s_time(e, &rag, 4, reps / 10 + 5, &r4_med, &r4_p99);
+    s_time(e, &one, 1, reps, &b1_med, &b1_p99, &b1_gpu);
+    work_t rag = s_case("ragged", in->vocab_size, &rng);
+    double r1_med, r1_p99, r1_gpu, r4_med, r4_p99, r4_gpu;
+    s_time(e, &rag, 1, reps / 10 + 5, &r1_med, &r1_p99, &r1_gpu);
+    s_time(e, &rag, 4, reps / 10 + 5, &r4_med, &r4_p99, &r4_gpu);
     static const int32_t counts[] = {128, 256, 512, 1024, 2048, 4096, 8192};
-    double lat[7], lat99[7];
+    double lat[7], lat99[7], latg[7];
     for (int i = 0; i < 7; i++) {
         const int32_t n = counts[i] <= 512 ? 1 : counts[i] / 512;
         work_t w = s_work(NULL, n, counts[i] <= 512 ? counts[i] : 512, in->vocab_size, &rng);
-        s_time(e, &w, 1, reps / 4 + 5, &lat[i], &lat99[i]);
+        s_time(e, &w, 1, reps / 4 + 5, &lat[i], &lat99[i], &latg[i]);
         free(w.ids), free(w.cu);
     }
     wrk_cuda_stats_t st;
     wrk_engine_cuda_stats(e, &st, &err);
     printf("\n== ember cuda engine: %s (%s) ==\n", name, dir);
-    printf("%-44s %10s %10s %14s\n", "case", "median ms", "p99 ms", "tokens/s");
-    printf("%-44s %10.4f %10.4f %14.0f\n", "batch 1 x 128 tokens", b1_med, b1_p99,
+    printf("%-44s %10s %10s %10s %14s\n", "case", "median ms", "p99 ms", "GPU ms", "tokens/s");
+    printf("%-44s %10.4f %10.4f %10.4f %14.0f\n", "batch 1 x 128 tokens", b1_med, b1_p99, b1_gpu,
            128.0 / (b1_med * 1e-3));
-    printf("%-44s %10.3f %10.3f %14.0f\n", "100 texts 32-512 tok, one batch", r1_med, r1_p99,
-           rag.n_tokens / (r1_med * 1e-3));
-    printf("%-44s %10.3f %10.3f %14.0f\n", "100 texts 32-512 tok, 4 batches pipelined", r4_med,
-           r4_p99, rag.n_tokens / (r4_med * 1e-3));
+    printf("%-44s %10.3f %10.3f %10.3f %14.0f\n", "100 texts 32-512 tok, one batch", r1_med, r1_p99,
+           r1_gpu, rag.n_tokens / (r1_med * 1e-3));
+    printf("%-44s %10.3f %10.3f %10.3f %14.0f\n", "100 texts 32-512 tok, 4 batches pipelined",
+           r4_med, r4_p99, r4_gpu, rag.n_tokens / (r4_med * 1e-3));
     for (int i = 0; i < 7; i++) {
         char c[64];
         snprintf(c, sizeof c, "latency %d tokens", (int)counts[i]);
-        printf("%-44s %10.4f %10.4f %14.0f\n", c, lat[i], lat99[i], counts[i] / (lat[i] * 1e-3));
+        printf("%-44s %10.4f %10.4f %10.4f %14.0f\n", c, lat[i], lat99[i], latg[i],
+               counts[i] / (lat[i] * 1e-3));
     }
     printf("start-up: lazy %.0f ms; all %d buckets captured at start %.0f ms (capture %.1f ms); "
            "lazy run captured %d graphs (%.1f ms); device memory %.1f MiB, pinned %.1f MiB\n",
@@ -226,15 +280,19 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
     if (j) {
         fprintf(j,
                 "{\"system\": \"ember-cuda\", \"model\": \"%s\", \"dir\": \"%s\", "
-                "\"batch1_128\": {\"median_ms\": %.5f, \"p99_ms\": %.5f},\n"
-                " \"ragged100\": {\"tokens\": %d, \"one_batch\": {\"median_ms\": %.4f, \"p99_ms\": "
-                "%.4f, \"tokens_per_s\": %.0f}, \"four_batches\": {\"median_ms\": %.4f, "
-                "\"p99_ms\": %.4f, \"tokens_per_s\": %.0f}},\n \"latency_vs_tokens\": [",
-                name, dir, b1_med, b1_p99, (int)rag.n_tokens, r1_med, r1_p99,
-                rag.n_tokens / (r1_med * 1e-3), r4_med, r4_p99, rag.n_tokens / (r4_med * 1e-3));
+                "\"batch1_128\": {\"median_ms\": %.5f, \"p99_ms\": %.5f, \"gpu_median_ms\": "
+                "%.5f},\n \"ragged100\": {\"tokens\": %d, \"one_batch\": {\"median_ms\": %.4f, "
+                "\"p99_ms\": %.4f, \"gpu_median_ms\": %.4f, \"tokens_per_s\": %.0f}, "
+                "\"four_batches\": {\"median_ms\": %.4f, \"p99_ms\": %.4f, \"gpu_median_ms\": "
+                "%.4f, \"tokens_per_s\": %.0f}},\n \"latency_vs_tokens\": [",
+                name, dir, b1_med, b1_p99, b1_gpu, (int)rag.n_tokens, r1_med, r1_p99, r1_gpu,
+                rag.n_tokens / (r1_med * 1e-3), r4_med, r4_p99, r4_gpu,
+                rag.n_tokens / (r4_med * 1e-3));
         for (int i = 0; i < 7; i++)
-            fprintf(j, "%s{\"tokens\": %d, \"median_ms\": %.5f, \"p99_ms\": %.5f}", i ? ", " : "",
-                    (int)counts[i], lat[i], lat99[i]);
+            fprintf(j,
+                    "%s{\"tokens\": %d, \"median_ms\": %.5f, \"p99_ms\": %.5f, "
+                    "\"gpu_median_ms\": %.5f}",
+                    i ? ", " : "", (int)counts[i], lat[i], lat99[i], latg[i]);
         fprintf(j,
                 "],\n \"startup\": {\"lazy_ms\": %.1f, \"capture_all_ms\": %.1f, "
                 "\"buckets\": %d, \"graphs_captured_all\": %d, \"capture_all_graph_ms\": %.2f, "
@@ -257,10 +315,13 @@ int main(int argc, char **argv) {
 #ifdef EMBER_HAVE_CUDA
     if (argc >= 5 && strcmp(argv[1], "bench") == 0)
         return s_bench(argv[2], argv[3], argv[4], argc > 5 ? atoi(argv[5]) : 200);
+    if (argc >= 5 && strcmp(argv[1], "profile") == 0)
+        return s_profile(argv[2], argv[3], argv[4], argc > 5 ? atoi(argv[5]) : 50);
 #endif
     fprintf(stderr,
             "usage: %s bench MODEL_DIR NAME OUT.json [REPS]   (CUDA builds)\n"
+            "       %s profile MODEL_DIR DEVICE b1_128|ragged|TOKENS [REPS]   (CUDA builds)\n"
             "       %s dump MODEL_DIR DEVICE IN.bin OUT.bin\n",
-            argv[0], argv[0]);
+            argv[0], argv[0], argv[0]);
     return 2;
 }

@@ -128,7 +128,8 @@ int main(void) {
     CHECK_MSG(rc == 0, "cuda engine: %s", err.msg);
     if (rc != 0)
         return test_finish();
-    const com_model_info_t *in = wrk_engine_model(gpu);
+    /* the CPU engine's copy: it lives to the end, while gpu is replaced below */
+    const com_model_info_t *in = wrk_engine_model(cpu);
     const int32_t max_len = in->max_position_embeddings < 512 ? in->max_position_embeddings : 512;
 
     /* lazy graphs: a fresh bucket runs eager, then captured, then replayed: the same bits */
@@ -242,8 +243,9 @@ int main(void) {
 
     /* capture every bucket at start; never capture; internal splitting over max_batch_tokens */
     static const int32_t modes[][2] = {{1, 1024}, {2, 4096}, {0, 600}};
+    /* the never-capture engine also skips GEMM tuning (options combine) */
     static const char *const devs[] = {"cuda:0,graphs=lazy", "cuda:0,graphs=all",
-                                       "cuda:0,graphs=off"};
+                                       "cuda:0,tune=off,graphs=off"};
     for (int m = 0; m < 3; m++) {
         wrk_engine_opts_t o = {devs[modes[m][0]], 0, modes[m][1]};
         rc = wrk_engine_new(dir, &o, &gpu, &err);
@@ -275,8 +277,13 @@ int main(void) {
     }
     wrk_engine_opts_t bad = {"cuda:99", 0, 0};
     CHECK(wrk_engine_new(dir, &bad, &gpu, &err) == COM_EUNSUPPORTED && gpu == NULL);
-    wrk_engine_opts_t bad2 = {"cuda:0,graphs=sometimes", 0, 0};
-    CHECK(wrk_engine_new(dir, &bad2, &gpu, &err) == COM_EINVAL && gpu == NULL);
+    static const char *const bad_opts[] = {"cuda:0,graphs=sometimes", "cuda:0,tune=maybe",
+                                           "cuda:0,graphs=all,", "cuda:0,graphs=allx"};
+    for (size_t i = 0; i < sizeof bad_opts / sizeof *bad_opts; i++) {
+        wrk_engine_opts_t bad2 = {bad_opts[i], 0, 0};
+        CHECK_MSG(wrk_engine_new(dir, &bad2, &gpu, &err) == COM_EINVAL && gpu == NULL,
+                  "device \"%s\" is rejected", bad_opts[i]);
+    }
     wrk_engine_destroy(&cpu);
     return test_finish();
 }

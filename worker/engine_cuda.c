@@ -12,7 +12,10 @@
  *   result into the slot's output buffer -> cudaEventRecord(slot event) -> hand the slot to
  *   the completion thread. All on one non-blocking stream, so the single device input area is
  *   safe: batch N+1's copy queues behind batch N's graph while the CPU packs batch N+2.
- * Forward pass per bucket (device option ",graphs=lazy|all|off", default lazy): 0 lazy: first hit
+ * Device options (after the device, comma-separated): tune=on|off (default on: time cuBLASLt's
+ *   GEMM candidates per bucket at start, worker/model_bert_cuda.c; off for profilers, which would
+ *   otherwise trace thousands of timing launches) and graphs=...:
+ * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: first hit
  * eager, second hit captured (cudaStreamBeginCapture in thread-local mode, instantiate), later hits
  * cudaGraphLaunch; 1: every bucket captured at start (each after one eager warm-up on a 1-token
  * batch); 2: always eager. The graph bakes the device pointers of the bucket's input layout; every
@@ -52,6 +55,7 @@ enum { S_FREE = 0, S_QUEUED };
 typedef struct s_slot {
     int32_t *in_host; /* [input words of the largest bucket], pinned */
     float *out_host;  /* [max_bucket * hidden], pinned */
+    cudaEvent_t ev0;  /* recorded before the input copy (GPU time per chunk) */
     cudaEvent_t ev;   /* recorded after the output copy */
     int state;        /* S_FREE / S_QUEUED, under e->mu */
     /* the job, written by the submitter before QUEUED */
@@ -173,6 +177,7 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
     const int32_t T = wrk_cuda_bucket_tokens(n_tokens), bi = s_bucket_index(e, T);
     wrk_bert_cuda_pack(sl->in_host, T, b->token_ids, b->type_ids, b->cu_seqlens + s0, s1 - s0, dim,
                        normalize);
+    KERN_CUDA_TRY(cudaEventRecord(sl->ev0, e->stream), err);
     KERN_CUDA_TRY(cudaMemcpyAsync(wrk_bert_cuda_input(e->model), sl->in_host,
                                   wrk_bert_cuda_input_words(T) * sizeof(int32_t),
                                   cudaMemcpyHostToDevice, e->stream),
@@ -223,6 +228,14 @@ static void *s_completion_main(void *arg) {
                 com_error_set(&r->err, COM_EINTERNAL,
                               "engine cuda:%d failed while the batch ran: %s", (int)e->device,
                               e->broken_msg);
+                pthread_mutex_unlock(&e->mu);
+            }
+            float gpu_ms = 0.f;
+            if (!failed && cudaEventElapsedTime(&gpu_ms, sl->ev0, sl->ev) == cudaSuccess) {
+                pthread_mutex_lock(&e->mu);
+                e->stats.gpu_ms_last = gpu_ms;
+                e->stats.gpu_ms_total += gpu_ms;
+                e->stats.gpu_chunks++;
                 pthread_mutex_unlock(&e->mu);
             }
             if (!failed)
@@ -344,6 +357,8 @@ static void s_destroy(void *impl) {
             cudaFreeHost(e->slots[i].out_host);
         if (e->slots[i].ev)
             cudaEventDestroy(e->slots[i].ev);
+        if (e->slots[i].ev0)
+            cudaEventDestroy(e->slots[i].ev0);
     }
     if (e->stream)
         cudaStreamDestroy(e->stream);
@@ -394,18 +409,26 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     int rc;
     int32_t max_tokens = opts ? opts->max_batch_tokens : 0;
     int32_t graph_mode = 0;
-    const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL;
-    if (o) {
-        if (strcmp(o, ",graphs=lazy") == 0)
-            graph_mode = 0;
-        else if (strcmp(o, ",graphs=all") == 0)
-            graph_mode = 1;
-        else if (strcmp(o, ",graphs=off") == 0)
-            graph_mode = 2;
-        else
+    bool tune = true;
+    /* options after the device, comma-separated: graphs=lazy|all|off, tune=on|off */
+    for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
+         o = strchr(o + 1, ',')) {
+        const char *v = o + 1;
+        const size_t n = strcspn(v, ",");
+        static const char *const graph_modes[] = {"graphs=lazy", "graphs=all", "graphs=off"};
+        bool known = false;
+        for (int32_t g = 0; g < 3; g++)
+            if (n == strlen(graph_modes[g]) && strncmp(v, graph_modes[g], n) == 0)
+                graph_mode = g, known = true;
+        if (n == 7 && (strncmp(v, "tune=on", 7) == 0))
+            tune = true, known = true;
+        if (n == 8 && strncmp(v, "tune=off", 8) == 0)
+            tune = false, known = true;
+        if (!known)
             return com_error_set(err, COM_EINVAL,
-                                 "engine cuda: device option \"%s\" (want ,graphs=lazy|all|off)",
-                                 o + 1);
+                                 "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
+                                 "tune=on|off)",
+                                 (int)n, v);
     }
     if (max_tokens < 0 || max_tokens > (1 << 20))
         return com_error_set(err, COM_EINVAL, "engine cuda: max_batch_tokens %d", (int)max_tokens);
@@ -459,7 +482,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         e->buckets[i++] = T;
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
-    if ((rc = wrk_bert_cuda_new(&e->info, path, e->buckets, e->n_buckets, &e->model, err)) != 0)
+    if ((rc = wrk_bert_cuda_new(&e->info, path, e->buckets, e->n_buckets, tune, &e->model, err)) !=
+        0)
         goto err;
     S_CUDA(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
     const size_t in_bytes = wrk_bert_cuda_input_words(max_bucket) * sizeof(int32_t);
@@ -467,7 +491,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     for (int i = 0; i < S_SLOTS; i++) {
         S_CUDA(cudaHostAlloc((void **)&e->slots[i].in_host, in_bytes, cudaHostAllocDefault));
         S_CUDA(cudaHostAlloc((void **)&e->slots[i].out_host, out_bytes, cudaHostAllocDefault));
-        S_CUDA(cudaEventCreateWithFlags(&e->slots[i].ev, cudaEventDisableTiming));
+        S_CUDA(cudaEventCreate(&e->slots[i].ev));
+        S_CUDA(cudaEventCreate(&e->slots[i].ev0));
     }
     e->stats.device = device;
     e->stats.n_buckets = e->n_buckets;
@@ -509,10 +534,12 @@ static int s_event_fd(const void *impl) {
 
 int wrk_engine_cuda_stats(const wrk_engine_t *e, wrk_cuda_stats_t *st, com_error_t *err) {
     const wrk_backend_t *be = NULL;
-    const s_cuda_t *c = wrk_engine_impl(e, &be);
+    s_cuda_t *c = (s_cuda_t *)wrk_engine_impl(e, &be);
     if (be != &wrk_backend_cuda)
         return com_error_set(err, COM_EINVAL, "engine: not a cuda engine");
+    pthread_mutex_lock(&c->mu); /* the GPU-time fields are the completion thread's */
     *st = c->stats;
+    pthread_mutex_unlock(&c->mu);
     return 0;
 }
 

@@ -28,9 +28,14 @@ typedef struct wrk_cuda_stats {
     int64_t graph_launches; /* forward passes launched as a graph */
     size_t device_bytes;    /* weights + activations + cuBLASLt workspace */
     size_t pinned_bytes;    /* host staging (input + output slots) */
+    /* GPU time of each chunk, input copy start to output copy end (CUDA events; written by
+     * the completion thread) */
+    int64_t gpu_chunks;
+    double gpu_ms_last, gpu_ms_total;
 } wrk_cuda_stats_t;
 
-/* Fills *st for a cuda engine. Call from the submitting thread (the counters are its own).
+/* Fills *st for a cuda engine. Call from the submitting thread (the counters are its own; the
+ * GPU-time fields are read under the engine's lock).
  * Returns 0, or COM_EINVAL when e is not a cuda engine. */
 int wrk_engine_cuda_stats(const wrk_engine_t *e, wrk_cuda_stats_t *st, com_error_t *err);
 

@@ -14,6 +14,8 @@
  *   tmp    bf16  [T, H]         output projections (bias fused in the GEMM epilogue)
  *   out    fp32  [T, H]         pooled embeddings [n_seqs, out_dim]
  *   ws     32 MiB               cuBLASLt workspace (every plan is chosen to fit it)
+ * GEMM algorithms: per bucket and GEMM, the fastest of cuBLASLt's heuristic candidates, timed
+ * at start (s_tune; about a second for all buckets).
  * Per layer (bucket T): qkv = hb Wqkv^T + bqkv (cuBLASLt, BIAS epilogue); ctx = attention;
  * tmp = ctx Wo^T + bo; h32,hb = LN(tmp + h32); big = hb W1^T; big = GELU(big + b1);
  * tmp = big W2^T + b2; h32,hb = LN(tmp + h32). Then pooling from h32 into out. Padding rows
@@ -26,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+#include "common/log.h"
 #include "common/safetensors.h"
 #include "kernels/add_layernorm.h"
 #include "kernels/attention.h"
@@ -237,8 +241,60 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p) {
     *self_p = NULL;
 }
 
+/* Sets every activation byte to byte (cudaMemset), synchronously. */
+static int s_fill_activations(wrk_bert_cuda_t *m, int byte, com_error_t *err) {
+    const size_t T = (size_t)m->buckets[m->n_buckets - 1], H = (size_t)m->info.hidden_size;
+    const size_t I = (size_t)m->info.intermediate_size, wide = 3 * H > I ? 3 * H : I;
+    void *const bufs[] = {m->in, m->h32, m->hb, m->big, m->ctx, m->tmp, m->out};
+    const size_t sizes[] = {wrk_bert_cuda_input_words((int32_t)T) * 4,
+                            T * H * 4,
+                            T * H * 2,
+                            T * wide * 2,
+                            T * H * 2,
+                            T * H * 2,
+                            T * H * 4};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        KERN_CUDA_TRY(cudaMemset(bufs[i], byte, sizes[i]), err);
+    KERN_CUDA_TRY(cudaDeviceSynchronize(), err);
+    return 0;
+}
+
+/* Times the heuristic's GEMM candidates for every bucket on layer 0's weights (activations set to
+ * a finite non-zero bf16 pattern, then zeroed again) and keeps the fastest of each. */
+static int s_tune(wrk_bert_cuda_t *m, com_error_t *err) {
+    const double t0 = com_clock_mono_us();
+    int rc = s_fill_activations(m, 0x3c, err); /* bf16 0x3c3c = 0.0115 */
+    if (rc != 0)
+        return rc;
+    const s_layer_t *L = &m->layers[0];
+    int32_t changed = 0;
+    for (int32_t b = 0; b < m->n_buckets && rc == 0; b++) {
+        kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
+        struct {
+            uint16_t *y;
+            const uint16_t *x, *w, *bias;
+        } g[S_N_GEMM] = {[S_QKV] = {m->big, m->hb, L->wqkv, L->bqkv},
+                         [S_OUT] = {m->tmp, m->ctx, L->wo, L->bo},
+                         [S_FF1] = {m->big, m->hb, L->w1, NULL},
+                         [S_FF2] = {m->tmp, m->big, L->w2, L->b2}};
+        for (int i = 0; i < S_N_GEMM && rc == 0; i++) {
+            int32_t chosen = 0;
+            rc = kern_linear_plan_tune(m->lt, p[i], g[i].y, g[i].x, g[i].w, g[i].bias, m->ws,
+                                       S_WORKSPACE_BYTES, NULL, &chosen, err);
+            changed += chosen > 0;
+        }
+    }
+    if (rc == 0)
+        rc = s_fill_activations(m, 0, err);
+    if (rc == 0)
+        COM_INFO("bert cuda: GEMM candidates timed for %d plans in %.0f ms; %d differ from the "
+                 "heuristic's first choice",
+                 (int)(m->n_buckets * S_N_GEMM), (com_clock_mono_us() - t0) / 1e3, (int)changed);
+    return rc;
+}
+
 int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
-                      const int32_t *buckets, int32_t n_buckets, wrk_bert_cuda_t **out,
+                      const int32_t *buckets, int32_t n_buckets, bool tune, wrk_bert_cuda_t **out,
                       com_error_t *err) {
     *out = NULL;
     if (info->family != COM_FAMILY_BERT)
@@ -286,24 +342,8 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         (rc = s_dalloc(m, S_WORKSPACE_BYTES, &m->ws, err)))
         goto err;
     /* zero the activations once: padding rows are then finite from the first batch on */
-    {
-        void *const bufs[] = {m->in, m->h32, m->hb, m->big, m->ctx, m->tmp, m->out};
-        const size_t sizes[] = {wrk_bert_cuda_input_words((int32_t)T) * 4,
-                                T * H * 4,
-                                T * H * 2,
-                                T * wide * 2,
-                                T * H * 2,
-                                T * H * 2,
-                                T * H * 4};
-        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
-            cudaError_t ce = cudaMemset(bufs[i], 0, sizes[i]);
-            if (ce != cudaSuccess) {
-                rc = kern_check_fail(err, "cudaMemset(activations)", cudaGetErrorName(ce),
-                                     cudaGetErrorString(ce), __func__, __FILE__, __LINE__);
-                goto err;
-            }
-        }
-    }
+    if ((rc = s_fill_activations(m, 0, err)) != 0)
+        goto err;
     {
         cublasStatus_t st = cublasLtCreate(&m->lt);
         if (st != CUBLAS_STATUS_SUCCESS) {
@@ -326,6 +366,8 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
                                        err)))
             goto err;
     }
+    if (tune && (rc = s_tune(m, err)) != 0)
+        goto err;
     *out = m;
     return 0;
 err:

@@ -41,11 +41,12 @@ void wrk_bert_cuda_pack(int32_t *dst, int32_t bucket_tokens, const int32_t *ids,
 
 /* Loads weights_path onto the current CUDA device (bf16, Q/K/V fused, LayerNorm parameters
  * fp32), plans activations for the largest of buckets[0..n_buckets) (ascending) and one cuBLASLt
- * algorithm per GEMM and bucket (heuristic run here, once). Returns 0 with *out, or
+ * algorithm per GEMM and bucket (heuristic run here, once; with tune, the fastest of its
+ * candidates, timed here on layer 0's weights: about 0.5-1.5 s). Returns 0 with *out, or
  * COM_EIO / COM_EFORMAT / COM_EUNSUPPORTED (activation, head_dim not 32/64, hidden % 8) /
  * COM_ENOMEM / COM_EINTERNAL (CUDA or cuBLASLt failed; err says where) with *out NULL. */
 int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
-                      const int32_t *buckets, int32_t n_buckets, wrk_bert_cuda_t **out,
+                      const int32_t *buckets, int32_t n_buckets, bool tune, wrk_bert_cuda_t **out,
                       com_error_t *err);
 void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p);
 

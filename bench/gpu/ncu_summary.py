@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""bench/gpu/ncu_summary.py - per-kernel GPU time of the engine's last forward passes, from the CSV
+that `ncu --csv --metrics gpu__time_duration.sum` prints for `bench_engine_cuda profile ...`.
+
+Usage: ncu_summary.py NCU.csv FORWARDS [OUT.json]
+  FORWARDS: how many forward passes (chunks) the last run made; each ends with the pooling
+  kernel, so the last FORWARDS pool kernels delimit the run. Prints the kernels of the first
+  layer in launch order, then the time per kind (gemm / attention / layernorm / gelu / pool /
+  embed / other) summed over the run, and writes both as JSON.
+"""
+import csv
+import io
+import json
+import sys
+
+UNITS = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
+
+
+def kind(name):
+    n = name.lower()
+    if "pool" in n:
+        return "pool"
+    if "attention" in n:
+        return "attention"
+    if "embed" in n:
+        return "embed"
+    if "layernorm" in n or "add_ln" in n:
+        return "layernorm"
+    if "gelu" in n:
+        return "gelu"
+    if "gemm" in n or "xmma" in n or "cutlass" in n or "sm90" in n or "splitk" in n.replace("_", ""):
+        return "gemm"
+    return "other"
+
+
+def main():
+    path, forwards = sys.argv[1], int(sys.argv[2])
+    lines = [l for l in open(path, errors="replace") if l.startswith('"')]  # CSV rows only
+    rows = list(csv.DictReader(io.StringIO("".join(lines))))
+    ks = []
+    for r in rows:
+        if r.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        us = float(r["Metric Value"].replace(",", "")) * UNITS.get(r["Metric Unit"], 1.0)
+        ks.append((r["Kernel Name"], us, r.get("Grid Size", ""), r.get("Block Size", "")))
+    pools = [i for i, k in enumerate(ks) if kind(k[0]) == "pool"]
+    if len(pools) < forwards + 1:
+        sys.exit(f"{path}: {len(pools)} pool kernels, need {forwards + 1}")
+    run = ks[pools[-forwards - 1] + 1 : pools[-1] + 1]
+    first_fw = ks[pools[-forwards - 1] + 1 : pools[-forwards] + 1]
+    print(f"{len(run)} kernels in the last run ({forwards} forward passes); the first pass's "
+          f"embedding + first layer:")
+    # the first layer: from the embedding kernel to the second layernorm after it
+    n_ln = 0
+    for name, us, grid, block in first_fw:
+        short = name.split("(")[0][:70]
+        print(f"  {us:9.2f} us  {kind(name):<10} {short}  grid {grid} block {block}")
+        if kind(name) == "layernorm":
+            n_ln += 1
+            if n_ln == 2:
+                break
+    per = {}
+    for name, us, _, _ in run:
+        per[kind(name)] = per.get(kind(name), 0.0) + us
+    total = sum(per.values())
+    print(f"{'kind':<12} {'us':>10} {'share':>7}")
+    for k, v in sorted(per.items(), key=lambda x: -x[1]):
+        print(f"{k:<12} {v:10.1f} {100 * v / total:6.1f}%")
+    print(f"{'total':<12} {total:10.1f}   ({len(run)} kernels, {total / len(run):.2f} us each)")
+    if len(sys.argv) > 3:
+        json.dump({"forwards": forwards, "kernels": [{"name": n, "us": u, "grid": g, "block": b}
+                                                      for n, u, g, b in run],
+                   "by_kind_us": per, "total_us": total}, open(sys.argv[3], "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
