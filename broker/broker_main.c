@@ -56,7 +56,8 @@ void brk_config_defaults(brk_config_t *cfg) {
 }
 
 static void s_usage(FILE *f) {
-    fputs("usage: ember-broker --frontend ENDPOINT --backend ENDPOINT --model DIR\n"
+    fputs("usage: ember-broker --frontend ENDPOINT[,ENDPOINT...] --backend ENDPOINT[,...]\n"
+          "         --model DIR\n"
           "         [--redis URL] [--tokenizer-threads N] [--model-name NAME]\n"
           "         [--chunk-tokens N] [--max-queued-tokens N] [--chunk-timeout-ms N]\n"
           "         [--max-attempts N] [--default-deadline-ms N] [--max-deadline-ms N]\n"
@@ -387,11 +388,27 @@ static int s_router(brk_t *b, void **sock, const char *ep, bool backend, char *b
     zmq_setsockopt(*sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     if (backend)
         zmq_setsockopt(*sock, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
-    if (zmq_bind(*sock, ep) != 0)
-        return com_error_set(err, COM_EIO, "cannot bind %s: %s", ep, zmq_strerror(errno));
-    size_t n = bound_cap;
-    if (zmq_getsockopt(*sock, ZMQ_LAST_ENDPOINT, bound, &n) != 0)
-        snprintf(bound, bound_cap, "%s", ep);
+    /* ep may list several endpoints, comma-separated (e.g. tcp for remote peers and ipc for
+     * processes on this host, which skips the TCP stack); the first is advertised */
+    char one_ep[512];
+    if (!*ep)
+        return com_error_set(err, COM_EINVAL, "empty endpoint");
+    for (const char *p = ep, *end; *p; p = *end ? end + 1 : end) {
+        end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        if (end - p < 1 || (size_t)(end - p) >= sizeof one_ep)
+            return com_error_set(err, COM_EINVAL, "bad endpoint list \"%s\"", ep);
+        memcpy(one_ep, p, (size_t)(end - p));
+        one_ep[end - p] = '\0';
+        if (zmq_bind(*sock, one_ep) != 0)
+            return com_error_set(err, COM_EIO, "cannot bind %s: %s", one_ep, zmq_strerror(errno));
+        if (p == ep) {
+            size_t n = bound_cap;
+            if (zmq_getsockopt(*sock, ZMQ_LAST_ENDPOINT, bound, &n) != 0)
+                snprintf(bound, bound_cap, "%.*s", (int)(bound_cap - 1), one_ep);
+        }
+    }
     return 0;
 }
 

@@ -5,6 +5,7 @@ the GPU check (ops/gpu-check.sh), in the layout ember loads (Hugging Face + sent
   OUT/minilm     all-MiniLM-L6-v2 shape: hidden 384, 6 layers, 12 heads, intermediate 1536,
                  mean pooling + Normalize (as the real model)
   OUT/bert-base  BERT-base shape: hidden 768, 12 layers, 12 heads, intermediate 3072, mean pooling
+  OUT/tiny       hidden 64, 1 layer, 2 heads, intermediate 128 (for broker saturation benches)
 
 Each: config.json + model.safetensors (BertModel(BertConfig), torch.manual_seed(seed),
 save_pretrained(safe_serialization=True), fp32), modules.json, 1_Pooling/config.json,
@@ -24,6 +25,11 @@ SHAPES = {
                    intermediate_size=1536, normalize=True),
     "bert-base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                       intermediate_size=3072, normalize=False),
+    # a real (if useless) model whose compute is a few microseconds per short text: CPU workers
+    # serving it are fast enough that the broker, not the engine, limits a pool
+    # (bench/gpu/pool_saturation.sh)
+    "tiny": dict(hidden_size=64, num_hidden_layers=1, num_attention_heads=2,
+                 intermediate_size=128, normalize=True),
 }
 
 

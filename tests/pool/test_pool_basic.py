@@ -63,6 +63,7 @@ def test_pool(a):
         sub_pipelined_and_options(a, pool, b)
         sub_tokenize(a, pool, b)
         sub_cli_pool_mode(a, pool, b)
+        sub_ipc(a, pool)
         check(all(p.alive() for p in pool.brokers + pool.workers),
               "every process still running at the end")
 
@@ -252,6 +253,30 @@ def sub_cli_pool_mode(a, pool, b):
             emb = np.frombuffer(raw, dtype="<f4").reshape(len(texts), 128)
             w = ref[:, :128] / np.linalg.norm(ref[:, :128], axis=1, keepdims=True)
             check(float(np.abs(emb - w).max()) < 1e-5, "pool mode f32 dims 128 values")
+
+
+def sub_ipc(a, pool):
+    pu.log("-- a broker bound to tcp and ipc endpoints at once; worker and client over ipc")
+    with tempfile.TemporaryDirectory() as d:
+        fe_tcp, be_tcp = pu.free_endpoint(), pu.free_endpoint()
+        fe_ipc, be_ipc = "ipc://%s/fe.sock" % d, "ipc://%s/be.sock" % d
+        b2 = pool.start_broker(fe_tcp + "," + fe_ipc, be_tcp + "," + be_ipc, redis=False,
+                               name="broker-ipc")
+        pool.start_worker(brokers=[be_ipc], redis=False, name="worker-ipc")
+        b2.frontend = fe_tcp  # the readiness check goes through the tcp endpoint
+        pool.wait_workers(b2, 1, pu.scaled(60))
+        texts = pu.make_texts(40, seed=11)
+        ref, _ = pool.ember.reference(texts)
+        with pu.Client(fe_ipc) as c:
+            rep, emb = c.embed(texts, timeout=pu.scaled(60))
+        check(rep is not None and rep.get("t") == "embed_reply",
+              "embed over ipc:// answered: %s" % describe(rep))
+        if emb is not None:
+            compare(emb, ref, "40 texts over ipc:// (client and worker) vs in-process")
+        with pu.Client(fe_tcp) as c:
+            rep = c.info()
+        check(rep and rep.get("nwk") == 1, "the same broker over tcp sees the ipc worker: %s"
+              % describe(rep))
 
 
 def main():

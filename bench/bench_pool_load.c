@@ -1,0 +1,222 @@
+/* bench/bench_pool_load.c — closed-loop load on a running pool through libember, to find where one
+ * broker saturates: THREADS client threads (one ember_client_t each, as the thread-safety rules
+ * ask), each keeping INFLIGHT asynchronous requests in flight for SECONDS; every request carries
+ * TEXTS copies of TEXT (embed or tokenize). Prints requests/s, texts/s, tokens/s (from the
+ * replies' usage), latency p50/p99 and errors; --json PATH writes the same.
+ *
+ * Usage: bench_pool_load --broker EP [--op embed|tokenize] [--threads N] [--inflight K]
+ *                        [--seconds S] [--texts M] [--text T] [--json PATH]
+ * Defaults: embed, 2 threads, 16 in flight each, 3 s, 1 text of "the quick brown fox jumps over".
+ * A 0.5 s warm-up precedes the measured window; requests finishing in the window count. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/ember.h"
+
+typedef struct s_cfg {
+    const char *broker, *op, *text, *json;
+    int threads, inflight, texts;
+    double seconds;
+} s_cfg_t;
+
+typedef struct s_thread {
+    const s_cfg_t *cfg;
+    pthread_t tid;
+    uint64_t ok, errors, texts, tokens;
+    double *lat; /* latencies (us) of requests finished in the window */
+    size_t n_lat, cap_lat;
+    char first_error[320];
+} s_thread_t;
+
+static double s_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int s_submit(ember_client_t *c, const s_cfg_t *cfg, const char *const *texts,
+                    const size_t *lens, ember_req_t *req) {
+    if (strcmp(cfg->op, "tokenize") == 0)
+        return ember_submit_tokenize(c, texts, lens, (size_t)cfg->texts, NULL, req);
+    return ember_submit_embed(c, texts, lens, (size_t)cfg->texts, NULL, req);
+}
+
+static void *s_main(void *arg) {
+    s_thread_t *t = arg;
+    const s_cfg_t *cfg = t->cfg;
+    ember_options_t o;
+    ember_options_init(&o);
+    o.brokers = &cfg->broker;
+    o.n_brokers = 1;
+    o.timeout_ms = 10000;
+    ember_client_t *c = NULL;
+    char err[256];
+    if (ember_client_new(&o, &c, err, sizeof err) != EMBER_OK) {
+        snprintf(t->first_error, sizeof t->first_error, "client: %s", err);
+        t->errors++;
+        return NULL;
+    }
+    const char **texts = malloc((size_t)cfg->texts * sizeof *texts);
+    size_t *lens = malloc((size_t)cfg->texts * sizeof *lens);
+    /* submit time per request, by the id's low bits: libember puts the request's slot there,
+     * unique among requests in flight (and slots stay far below 2^20 here) */
+    double *sent = calloc(1u << 20, sizeof *sent);
+    if (!texts || !lens || !sent) {
+        snprintf(t->first_error, sizeof t->first_error, "out of memory");
+        t->errors++;
+        free(texts), free(lens), free(sent);
+        ember_client_destroy(&c);
+        return NULL;
+    }
+    for (int i = 0; i < cfg->texts; i++)
+        texts[i] = cfg->text, lens[i] = strlen(cfg->text);
+    const double start = s_now(), w0 = start + 0.5, w1 = w0 + cfg->seconds;
+    for (int i = 0; i < cfg->inflight; i++) {
+        ember_req_t r = 0;
+        if (s_submit(c, cfg, texts, lens, &r) == EMBER_OK)
+            sent[r & 0xfffffu] = s_now();
+    }
+    for (;;) {
+        ember_req_t r = 0;
+        ember_result_t *res = NULL;
+        const int rc = ember_wait_any(c, 1000, &r, &res);
+        if (rc == EMBER_EAGAIN)
+            continue;
+        if (rc == EMBER_ENOT_FOUND)
+            break;
+        const double now = s_now();
+        if (now >= w0 && now < w1) {
+            if (rc == EMBER_OK) {
+                t->ok++;
+                t->texts += (uint64_t)cfg->texts;
+                t->tokens += ember_result_usage_tokens(res);
+                if (t->n_lat == t->cap_lat) {
+                    t->cap_lat = t->cap_lat ? 2 * t->cap_lat : 4096;
+                    t->lat = realloc(t->lat, t->cap_lat * sizeof *t->lat);
+                }
+                if (t->lat)
+                    t->lat[t->n_lat++] = (now - sent[r & 0xfffffu]) * 1e6;
+            } else {
+                if (!t->errors)
+                    snprintf(t->first_error, sizeof t->first_error, "%s",
+                             ember_client_last_error(c));
+                t->errors++;
+            }
+        }
+        ember_result_destroy(&res);
+        if (now < w1) {
+            ember_req_t n = 0;
+            if (s_submit(c, cfg, texts, lens, &n) == EMBER_OK)
+                sent[n & 0xfffffu] = s_now();
+        }
+    }
+    free(texts), free(lens), free(sent);
+    ember_client_destroy(&c);
+    return NULL;
+}
+
+static int s_cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+    s_cfg_t cfg = {NULL, "embed", "the quick brown fox jumps over", NULL, 2, 16, 1, 3.0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) {
+            fprintf(stderr, "bench_pool_load: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "--broker"))
+            cfg.broker = v;
+        else if (!strcmp(a, "--op"))
+            cfg.op = v;
+        else if (!strcmp(a, "--text"))
+            cfg.text = v;
+        else if (!strcmp(a, "--json"))
+            cfg.json = v;
+        else if (!strcmp(a, "--threads"))
+            cfg.threads = atoi(v);
+        else if (!strcmp(a, "--inflight"))
+            cfg.inflight = atoi(v);
+        else if (!strcmp(a, "--texts"))
+            cfg.texts = atoi(v);
+        else if (!strcmp(a, "--seconds"))
+            cfg.seconds = atof(v);
+        else {
+            fprintf(stderr, "usage: bench_pool_load --broker EP [--op embed|tokenize] "
+                            "[--threads N] [--inflight K] [--seconds S] [--texts M] [--text T] "
+                            "[--json PATH]\n");
+            return 2;
+        }
+        i++;
+    }
+    if (!cfg.broker || cfg.threads < 1 || cfg.threads > 256 || cfg.inflight < 1 ||
+        cfg.inflight > 4096 || cfg.texts < 1 || cfg.seconds <= 0 ||
+        (strcmp(cfg.op, "embed") && strcmp(cfg.op, "tokenize"))) {
+        fprintf(stderr, "bench_pool_load: --broker is required; threads 1-256, inflight 1-4096, "
+                        "texts >= 1, seconds > 0, op embed|tokenize\n");
+        return 2;
+    }
+    s_thread_t *th = calloc((size_t)cfg.threads, sizeof *th);
+    if (!th)
+        return 1;
+    for (int i = 0; i < cfg.threads; i++) {
+        th[i].cfg = &cfg;
+        if (pthread_create(&th[i].tid, NULL, s_main, &th[i]) != 0) {
+            fprintf(stderr, "bench_pool_load: cannot start thread %d\n", i);
+            return 1;
+        }
+    }
+    uint64_t ok = 0, errors = 0, texts = 0, tokens = 0;
+    size_t n_lat = 0;
+    for (int i = 0; i < cfg.threads; i++) {
+        pthread_join(th[i].tid, NULL);
+        ok += th[i].ok, errors += th[i].errors, texts += th[i].texts, tokens += th[i].tokens;
+        n_lat += th[i].n_lat;
+    }
+    double *lat = malloc((n_lat ? n_lat : 1) * sizeof *lat);
+    size_t k = 0;
+    for (int i = 0; i < cfg.threads; i++) {
+        if (lat && th[i].lat)
+            memcpy(lat + k, th[i].lat, th[i].n_lat * sizeof *lat);
+        k += th[i].n_lat;
+        if (th[i].errors && th[i].first_error[0])
+            fprintf(stderr, "thread %d: %llu errors, first: %s\n", i,
+                    (unsigned long long)th[i].errors, th[i].first_error);
+        free(th[i].lat);
+    }
+    double p50 = 0, p99 = 0;
+    if (lat && n_lat) {
+        qsort(lat, n_lat, sizeof *lat, s_cmp);
+        p50 = lat[n_lat / 2];
+        p99 = lat[(size_t)((double)(n_lat - 1) * 0.99)];
+    }
+    const double rps = (double)ok / cfg.seconds;
+    printf("%-9s threads %3d x inflight %4d, %4d text(s)/req: %9.0f req/s %10.0f texts/s %11.0f "
+           "tokens/s  p50 %8.0f us  p99 %8.0f us  errors %llu\n",
+           cfg.op, cfg.threads, cfg.inflight, cfg.texts, rps, (double)texts / cfg.seconds,
+           (double)tokens / cfg.seconds, p50, p99, (unsigned long long)errors);
+    if (cfg.json) {
+        FILE *j = fopen(cfg.json, "w");
+        if (j) {
+            fprintf(j,
+                    "{\"op\": \"%s\", \"threads\": %d, \"inflight\": %d, \"texts_per_request\": "
+                    "%d, \"seconds\": %.2f, \"requests_per_s\": %.1f, \"texts_per_s\": %.1f, "
+                    "\"tokens_per_s\": %.1f, \"p50_us\": %.1f, \"p99_us\": %.1f, \"errors\": "
+                    "%llu}\n",
+                    cfg.op, cfg.threads, cfg.inflight, cfg.texts, cfg.seconds, rps,
+                    (double)texts / cfg.seconds, (double)tokens / cfg.seconds, p50, p99,
+                    (unsigned long long)errors);
+            fclose(j);
+        }
+    }
+    free(lat);
+    free(th);
+    return errors ? 1 : 0;
+}
