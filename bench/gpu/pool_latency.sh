@@ -16,13 +16,8 @@
 #   CARRY holds bin/ (ember-broker, ember-worker, bench_pool), lib/ (the Debian runtime libraries
 #   and libember.so.0 the binaries need) and tokenizer.json; OUT receives JSON and logs.
 set -euo pipefail
-carry=$(cd "$1" && pwd)
-out=$2
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-models=/tmp/ember-models
-python3 bench/gpu/make_random_models.py "$models" >"$out/models.log" 2>&1
-cp "$carry/tokenizer.json" "$models/minilm/"
+. bench/gpu/carry_env.sh
+carry_setup "$1" "$2" minilm
 text128=$(printf 'hello %.0s' $(seq 126)) # [CLS] + 126 + [SEP] = 128 tokens
 # One pool per configuration.
 for cfg in ${CONFIGS:-0 200}; do

@@ -13,14 +13,8 @@
 #   CARRY holds bin/ (ember-broker, ember-worker, bench_pool_load), lib/ and tokenizer.json, as
 #   for bench/gpu/pool_latency.sh; OUT receives a log per run, JSON per point and summary.txt.
 set -euo pipefail
-carry=$(cd "$1" && pwd)
-out=$2
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-models=/tmp/ember-models
-[ -f "$models/tiny/model.safetensors" ] ||
-    python3 bench/gpu/make_random_models.py "$models" >"$out/models.log" 2>&1
-cp "$carry/tokenizer.json" "$models/tiny/"
+. bench/gpu/carry_env.sh
+carry_setup "$1" "$2" tiny
 fe=tcp://127.0.0.1:7611
 be=tcp://127.0.0.1:7612
 passage="Search teams index millions of passages; each one is embedded once, then queried by many short questions over time."
