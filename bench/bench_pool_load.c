@@ -32,6 +32,56 @@ typedef struct s_thread {
     char first_error[320];
 } s_thread_t;
 
+/* Submit times of the requests in flight, by request id: open addressing with linear probing
+ * and backward-shift deletion (ids are never 0, so 0 marks a free cell). */
+typedef struct s_sent {
+    uint64_t *id;
+    double *t;
+    size_t mask;
+} s_sent_t;
+
+static int s_sent_init(s_sent_t *m, int inflight) {
+    size_t cap = 16;
+    while (cap < 4 * (size_t)inflight)
+        cap *= 2;
+    m->id = calloc(cap, sizeof *m->id);
+    m->t = calloc(cap, sizeof *m->t);
+    m->mask = cap - 1;
+    return m->id && m->t ? 0 : -1;
+}
+
+static size_t s_sent_home(const s_sent_t *m, uint64_t id) {
+    return (size_t)(id * 0x9e3779b97f4a7c15ull >> 32) & m->mask;
+}
+
+static void s_sent_put(s_sent_t *m, uint64_t id, double t) {
+    size_t i = s_sent_home(m, id);
+    while (m->id[i])
+        i = (i + 1) & m->mask;
+    m->id[i] = id, m->t[i] = t;
+}
+
+/* Removes id and returns its time (0 when absent). */
+static double s_sent_take(s_sent_t *m, uint64_t id) {
+    size_t i = s_sent_home(m, id);
+    while (m->id[i] && m->id[i] != id)
+        i = (i + 1) & m->mask;
+    if (!m->id[i])
+        return 0;
+    const double t = m->t[i];
+    m->id[i] = 0;
+    /* shift back the entries of the run that follows, so lookups never stop at this hole */
+    for (size_t j = (i + 1) & m->mask; m->id[j]; j = (j + 1) & m->mask) {
+        const size_t h = s_sent_home(m, m->id[j]);
+        if (((j - h) & m->mask) >= ((j - i) & m->mask)) {
+            m->id[i] = m->id[j], m->t[i] = m->t[j];
+            m->id[j] = 0;
+            i = j;
+        }
+    }
+    return t;
+}
+
 static double s_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -62,13 +112,11 @@ static void *s_main(void *arg) {
     }
     const char **texts = malloc((size_t)cfg->texts * sizeof *texts);
     size_t *lens = malloc((size_t)cfg->texts * sizeof *lens);
-    /* submit time per request, by the id's low bits: libember puts the request's slot there,
-     * unique among requests in flight (and slots stay far below 2^20 here) */
-    double *sent = calloc(1u << 20, sizeof *sent);
-    if (!texts || !lens || !sent) {
+    s_sent_t sent = {NULL, NULL, 0};
+    if (!texts || !lens || s_sent_init(&sent, cfg->inflight) != 0) {
         snprintf(t->first_error, sizeof t->first_error, "out of memory");
         t->errors++;
-        free(texts), free(lens), free(sent);
+        free(texts), free(lens), free(sent.id), free(sent.t);
         ember_client_destroy(&c);
         return NULL;
     }
@@ -78,7 +126,7 @@ static void *s_main(void *arg) {
     for (int i = 0; i < cfg->inflight; i++) {
         ember_req_t r = 0;
         if (s_submit(c, cfg, texts, lens, &r) == EMBER_OK)
-            sent[r & 0xfffffu] = s_now();
+            s_sent_put(&sent, r, s_now());
     }
     for (;;) {
         ember_req_t r = 0;
@@ -88,7 +136,7 @@ static void *s_main(void *arg) {
             continue;
         if (rc == EMBER_ENOT_FOUND)
             break;
-        const double now = s_now();
+        const double now = s_now(), t_sent = s_sent_take(&sent, r);
         if (now >= w0 && now < w1) {
             if (rc == EMBER_OK) {
                 t->ok++;
@@ -99,7 +147,7 @@ static void *s_main(void *arg) {
                     t->lat = realloc(t->lat, t->cap_lat * sizeof *t->lat);
                 }
                 if (t->lat)
-                    t->lat[t->n_lat++] = (now - sent[r & 0xfffffu]) * 1e6;
+                    t->lat[t->n_lat++] = (now - t_sent) * 1e6;
             } else {
                 if (!t->errors)
                     snprintf(t->first_error, sizeof t->first_error, "%s",
@@ -111,10 +159,10 @@ static void *s_main(void *arg) {
         if (now < w1) {
             ember_req_t n = 0;
             if (s_submit(c, cfg, texts, lens, &n) == EMBER_OK)
-                sent[n & 0xfffffu] = s_now();
+                s_sent_put(&sent, n, s_now());
         }
     }
-    free(texts), free(lens), free(sent);
+    free(texts), free(lens), free(sent.id), free(sent.t);
     ember_client_destroy(&c);
     return NULL;
 }
