@@ -161,6 +161,11 @@ int main(void) {
                (long long)s1.graph_launches, (int)s0.n_graphs, (int)s1.n_graphs);
         CHECK(s1.eager_runs == s0.eager_runs + 1 && s1.graph_launches == s0.graph_launches + 2);
         CHECK(s1.n_graphs == s0.n_graphs + 1);
+        /* each chunk's GPU time is counted before its result completes */
+        CHECK_MSG(s1.gpu_chunks == s0.gpu_chunks + 3 && s1.gpu_ms_total > s0.gpu_ms_total &&
+                      s1.gpu_ms_last > 0,
+                  "GPU time: %lld -> %lld chunks, %.4f -> %.4f ms", (long long)s0.gpu_chunks,
+                  (long long)s1.gpu_chunks, s0.gpu_ms_total, s1.gpu_ms_total);
         for (int i = 0; i < 3; i++)
             wrk_result_destroy(&r[i]);
         s_free(&x);

@@ -210,6 +210,7 @@ static void *s_completion_main(void *arg) {
         pthread_mutex_unlock(&e->mu);
         wrk_result_t *r = sl->r;
         bool failed = sl->failed;
+        float gpu_ms = -1.f; /* the chunk's GPU time, when it ran and its events say so */
         if (failed) {
             if (r->err.code == 0)
                 r->err = sl->err;
@@ -230,20 +231,19 @@ static void *s_completion_main(void *arg) {
                               e->broken_msg);
                 pthread_mutex_unlock(&e->mu);
             }
-            float gpu_ms = 0.f;
-            if (!failed && cudaEventElapsedTime(&gpu_ms, sl->ev0, sl->ev) == cudaSuccess) {
-                pthread_mutex_lock(&e->mu);
-                e->stats.gpu_ms_last = gpu_ms;
-                e->stats.gpu_ms_total += gpu_ms;
-                e->stats.gpu_chunks++;
-                pthread_mutex_unlock(&e->mu);
-            }
+            if (!failed && cudaEventElapsedTime(&gpu_ms, sl->ev0, sl->ev) != cudaSuccess)
+                gpu_ms = -1.f;
             if (!failed)
                 memcpy(r->emb + (size_t)sl->seq0 * (size_t)sl->dim, sl->out_host,
                        (size_t)sl->n_seqs * (size_t)sl->dim * sizeof(float));
         }
         const bool last = sl->last;
         pthread_mutex_lock(&e->mu);
+        if (gpu_ms >= 0.f) { /* counted under the lock the slot is freed under anyway */
+            e->stats.gpu_ms_last = gpu_ms;
+            e->stats.gpu_ms_total += gpu_ms;
+            e->stats.gpu_chunks++;
+        }
         sl->state = S_FREE;
         sl->r = NULL;
         e->next_done = (e->next_done + 1) % S_SLOTS;
