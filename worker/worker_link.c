@@ -44,6 +44,10 @@ struct wrk_links {
     uint64_t seq;
     wrk_links_load_t load; /* last load given to tick, for heartbeats */
     wrk_links_stats_t st;
+    /* set by wrk_links_drain_all: every later ready (a re-hello, a broker that forgot us, a new
+     * link) offers no credit and is followed by a drain notice, so no broker re-enlists us */
+    bool draining;
+    char drain_why[128];
 };
 
 static const char *s_state_name(int st) {
@@ -139,6 +143,15 @@ static void s_send_msg(wrk_links_t *l, int32_t i, const com_proto_msg_t *m) {
     com_proto_buf_free(&buf);
 }
 
+static void s_send_notice(wrk_links_t *l, int32_t i, com_proto_type_t type, const char *why) {
+    com_proto_msg_t m;
+    com_proto_msg_init(&m, type, ++l->seq);
+    com_proto_notice_t *nt = type == COM_PROTO_DRAIN ? &m.u.drain : &m.u.disconnect;
+    if (why && *why)
+        nt->reason = s_str(why);
+    s_send_msg(l, i, &m);
+}
+
 static void s_send_ready(wrk_links_t *l, int32_t i) {
     com_proto_msg_t m;
     com_proto_msg_init(&m, COM_PROTO_READY, ++l->seq);
@@ -149,10 +162,12 @@ static void s_send_ready(wrk_links_t *l, int32_t i) {
     m.u.ready.max_batch_tokens = l->mbt;
     m.u.ready.dim = l->dim;
     m.u.ready.max_seq = l->max_seq;
-    m.u.ready.credits = l->credits;
+    m.u.ready.credits = l->draining ? 0 : l->credits;
     m.u.ready.task = COM_PROTO_TASK_EMBED;
     s_send_msg(l, i, &m);
     l->st.ready_out++;
+    if (l->draining)
+        s_send_notice(l, i, COM_PROTO_DRAIN, l->drain_why);
 }
 
 static void s_send_hb(wrk_links_t *l, int32_t i) {
@@ -166,16 +181,9 @@ static void s_send_hb(wrk_links_t *l, int32_t i) {
     l->st.hb_out++;
 }
 
-static void s_send_notice(wrk_links_t *l, int32_t i, com_proto_type_t type, const char *why) {
-    com_proto_msg_t m;
-    com_proto_msg_init(&m, type, ++l->seq);
-    com_proto_notice_t *nt = type == COM_PROTO_DRAIN ? &m.u.drain : &m.u.disconnect;
-    if (why && *why)
-        nt->reason = s_str(why);
-    s_send_msg(l, i, &m);
-}
-
 void wrk_links_drain_all(wrk_links_t *l, const char *why) {
+    l->draining = true;
+    snprintf(l->drain_why, sizeof l->drain_why, "%s", why ? why : "");
     for (int32_t i = 0; i < l->n; i++)
         s_send_notice(l, i, COM_PROTO_DRAIN, why);
 }

@@ -480,7 +480,8 @@ static int s_loop(s_worker_t *w) {
     for (;;) {
         int64_t now = com_clock_mono_us();
         if (now >= next_tick) {
-            s_discover(w, now);
+            if (!w->draining) /* a draining worker joins no new broker */
+                s_discover(w, now);
             wrk_sched_stats_t st;
             wrk_sched_stats(w->sched, &st);
             wrk_links_load_t load = {.tokens = (uint64_t)st.load_tokens,
@@ -533,7 +534,9 @@ static int s_loop(s_worker_t *w) {
         const bool engine_ready = rc > 0 && (items[engine_item].revents & ZMQ_POLLIN);
         wrk_sched_pump(w->sched, engine_ready, com_clock_mono_us());
         com_error_t herr = {0};
-        if (engine_ready && wrk_engine_health(w->engine, &herr) != 0) {
+        /* every round, not only on engine events: a submit can break the engine without one
+         * (one atomic load while healthy) */
+        if (wrk_engine_health(w->engine, &herr) != 0) {
             /* Brokers re-dispatch what this worker held as soon as it disconnects. */
             COM_ERROR("%s; reporting unhealthy and exiting", herr.msg);
             w->unhealthy = true;
