@@ -453,7 +453,7 @@ static int s_start(brk_t *b, com_error_t *err) {
         return rc;
     snprintf(path, sizeof path, "%s/tokenizer.json", b->cfg.model_dir);
     if ((rc = com_tokenizer_load(path, &b->tok, err)) != 0)
-        return com_error_prefix(err, "%s", path);
+        return com_error_prefix(err, rc, "%s", path);
     if (b->cfg.chunk_tokens > (int32_t)b->limits.max_total_tokens)
         b->cfg.chunk_tokens = (int32_t)b->limits.max_total_tokens;
     b->workers = calloc(BRK_MAX_WORKERS, sizeof *b->workers);

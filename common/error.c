@@ -16,16 +16,16 @@ int com_error_set(com_error_t *err, int code, const char *fmt, ...) {
     return code;
 }
 
-int com_error_prefix(com_error_t *err, const char *fmt, ...) {
+int com_error_prefix(com_error_t *err, int code, const char *fmt, ...) {
     if (!err)
-        return 0;
+        return code;
     char head[COM_ERROR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     int hn = vsnprintf(head, sizeof head - 2, fmt, ap);
     va_end(ap);
     if (hn < 0)
-        return err->code;
+        return code;
     size_t h = strlen(head);
     memcpy(head + h, ": ", 3);
     h += 2;
@@ -35,7 +35,7 @@ int com_error_prefix(com_error_t *err, const char *fmt, ...) {
     memmove(err->msg + h, err->msg, keep);
     memcpy(err->msg, head, h);
     err->msg[h + keep] = '\0';
-    return err->code;
+    return code;
 }
 
 void com_error_clear(com_error_t *err) {

@@ -37,9 +37,11 @@ typedef struct com_error {
 int com_error_set(com_error_t *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Prepends "context: " to the message already in err (if any); returns err->code (or code 0
- * when err is NULL). Used to add the file or field name as an error travels up. */
-int com_error_prefix(com_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prepends "context: " to the message already in err (if any) and returns code, the failure
+ * being passed up (so `return com_error_prefix(err, rc, "field %s", f);` fails even when err is
+ * NULL). Used to add the file or field name as an error travels up. */
+int com_error_prefix(com_error_t *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Clears err to code 0 and an empty message. Accepts NULL. */
 void com_error_clear(com_error_t *err);

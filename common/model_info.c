@@ -232,7 +232,7 @@ int com_model_config_parse(const char *json_text, size_t len, com_model_info_t *
     int rc = s_parse_config(root, info, err);
     json_decref(root);
     if (rc != 0)
-        com_error_prefix(err, "config.json");
+        com_error_prefix(err, rc, "config.json");
     return rc;
 }
 
@@ -318,7 +318,7 @@ static int s_load_pooling(const char *dir, const char *rel, com_model_info_t *in
 done:
     json_decref(root);
     if (rc != 0)
-        com_error_prefix(err, "%s", path);
+        com_error_prefix(err, rc, "%s", path);
     return rc;
 }
 
@@ -407,7 +407,7 @@ static int s_load_modules(const char *dir, const char *path, com_model_info_t *i
 done:
     json_decref(root);
     if (rc != 0)
-        com_error_prefix(err, "%s", path);
+        com_error_prefix(err, rc, "%s", path);
     return rc;
 }
 
@@ -423,7 +423,7 @@ static int s_load_st_config(const char *path, com_model_info_t *info, com_error_
                        &info->max_seq_length, err);
     json_decref(root);
     if (rc != 0)
-        com_error_prefix(err, "%s", path);
+        com_error_prefix(err, rc, "%s", path);
     return rc;
 }
 
@@ -450,7 +450,7 @@ int com_model_info_load(const char *dir, com_model_info_t *info, com_error_t *er
     rc = s_parse_config(root, info, err);
     json_decref(root);
     if (rc != 0) {
-        com_error_prefix(err, "%s", path);
+        com_error_prefix(err, rc, "%s", path);
         return rc;
     }
 

@@ -65,7 +65,7 @@ static int s_next(s_dec_t *d, const char *field, com_mpr_obj_t *o) {
     int rc = com_mpr_next(&d->r, o, d->err);
     if (rc != 0) {
         d->m->perr = rc == COM_ETOOLONG ? COM_PROTO_TOO_LARGE : COM_PROTO_BAD_REQUEST;
-        return com_error_prefix(d->err, "%s", field);
+        return com_error_prefix(d->err, rc, "%s", field);
     }
     return 0;
 }
@@ -74,7 +74,7 @@ static int s_skip(s_dec_t *d, const char *field) {
     int rc = com_mpr_skip(&d->r, d->lim->max_depth, d->err);
     if (rc != 0) {
         d->m->perr = rc == COM_ETOOLONG ? COM_PROTO_TOO_LARGE : COM_PROTO_BAD_REQUEST;
-        return com_error_prefix(d->err, "%s", field);
+        return com_error_prefix(d->err, rc, "%s", field);
     }
     return 0;
 }
@@ -1478,7 +1478,7 @@ int com_proto_decode(const void *buf, size_t len, const com_proto_limits_t *lim,
         return S_BIG(&d, "nesting deeper than the limit max_depth = %u", lim->max_depth);
     if (rc != 0) {
         out->perr = COM_PROTO_BAD_REQUEST;
-        return com_error_prefix(err, "malformed message");
+        return com_error_prefix(err, rc, "malformed message");
     }
     com_mpr_init(&d.r, buf, len);
     com_mpr_obj_t top;

@@ -356,7 +356,7 @@ int com_safetensors_open(const char *path, com_safetensors_t **out, com_error_t 
     st->buf = st->map.data;
     st->len = st->map.size;
     if ((rc = s_parse_header(st, err)) != 0) {
-        com_error_prefix(err, "%s", path);
+        com_error_prefix(err, rc, "%s", path);
         goto err;
     }
     *out = st;

@@ -51,7 +51,7 @@ static int s_parse_vocab(tok_vocab_t *vocab, const json_t *jv, com_error_t *err)
     }
     rc = tok_vocab_build(vocab, (int32_t)i, toks, lens, ids, err);
     if (rc)
-        com_error_prefix(err, "model.vocab");
+        com_error_prefix(err, rc, "model.vocab");
 out:
     free(toks);
     free(lens);
@@ -65,19 +65,22 @@ static int s_wordpiece_parse(tok_wordpiece_t *wp, const json_t *j, com_error_t *
     if (!json_is_object(jv))
         return com_error_set(err, COM_EFORMAT, "model.vocab must be an object");
     char unk[TOK_MAX_TOKEN_BYTES + 1] = "[UNK]";
-    if (com_json_get_string(j, "unk_token", false, unk, sizeof unk, err))
-        return com_error_prefix(err, "model");
+    int rc = com_json_get_string(j, "unk_token", false, unk, sizeof unk, err);
+    if (rc != 0)
+        return com_error_prefix(err, rc, "model");
     memcpy(wp->prefix, "##", 3);
-    if (com_json_get_string(j, "continuing_subword_prefix", false, wp->prefix, sizeof wp->prefix,
-                            err))
-        return com_error_prefix(err, "model");
+    rc = com_json_get_string(j, "continuing_subword_prefix", false, wp->prefix, sizeof wp->prefix,
+                             err);
+    if (rc != 0)
+        return com_error_prefix(err, rc, "model");
     wp->prefix_len = (uint32_t)strlen(wp->prefix);
     wp->prefix_hash = tok_hash_bytes(TOK_HASH_INIT, wp->prefix, wp->prefix_len);
     int64_t mc = 100;
-    if (com_json_get_int(j, "max_input_chars_per_word", false, 0, TOK_MAX_WORD_CHARS, &mc, err))
-        return com_error_prefix(err, "model");
+    rc = com_json_get_int(j, "max_input_chars_per_word", false, 0, TOK_MAX_WORD_CHARS, &mc, err);
+    if (rc != 0)
+        return com_error_prefix(err, rc, "model");
     wp->max_chars = (int32_t)mc;
-    int rc = s_parse_vocab(&wp->vocab, jv, err);
+    rc = s_parse_vocab(&wp->vocab, jv, err);
     if (rc)
         return rc;
     wp->unk_id = tok_vocab_find(&wp->vocab, unk, strlen(unk));

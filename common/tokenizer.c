@@ -475,16 +475,17 @@ static int s_parse_added(com_tokenizer_t *tok, const json_t *list, com_error_t *
                                      "added_tokens[%zu].content: %zu bytes or embedded NUL", i,
                                      clen);
             int64_t jid = 0;
-            if (com_json_get_int(e, "id", true, 0, INT32_MAX, &jid, err))
-                return com_error_prefix(err, "added_tokens[%zu]", i);
+            int frc = com_json_get_int(e, "id", true, 0, INT32_MAX, &jid, err);
+            if (frc != 0)
+                return com_error_prefix(err, frc, "added_tokens[%zu]", i);
             bool special = false, single_word = false, lstrip = false, rstrip = false,
                  normalized = false;
-            if (s_get_flag(e, "special", false, &special, err) ||
-                s_get_flag(e, "single_word", false, &single_word, err) ||
-                s_get_flag(e, "lstrip", false, &lstrip, err) ||
-                s_get_flag(e, "rstrip", false, &rstrip, err) ||
-                s_get_flag(e, "normalized", !special, &normalized, err))
-                return com_error_prefix(err, "added_tokens[%zu]", i);
+            if ((frc = s_get_flag(e, "special", false, &special, err)) != 0 ||
+                (frc = s_get_flag(e, "single_word", false, &single_word, err)) != 0 ||
+                (frc = s_get_flag(e, "lstrip", false, &lstrip, err)) != 0 ||
+                (frc = s_get_flag(e, "rstrip", false, &rstrip, err)) != 0 ||
+                (frc = s_get_flag(e, "normalized", !special, &normalized, err)) != 0)
+                return com_error_prefix(err, frc, "added_tokens[%zu]", i);
             if (special != (pass == 0) || clen == 0)
                 continue;
             int32_t k = s_added_find(tok, content);
@@ -585,8 +586,9 @@ static int s_parse_template(com_tokenizer_t *tok, tok_template_t *tm, const json
                                  "post_processor.%s[%zu]: expected SpecialToken or Sequence", name,
                                  i);
         int64_t type_id = 0;
-        if (com_json_get_int(body, "type_id", false, 0, INT32_MAX, &type_id, err))
-            return com_error_prefix(err, "post_processor.%s[%zu]", name, i);
+        int frc = com_json_get_int(body, "type_id", false, 0, INT32_MAX, &type_id, err);
+        if (frc != 0)
+            return com_error_prefix(err, frc, "post_processor.%s[%zu]", name, i);
         p->type_id = (int32_t)type_id;
         const char *id = json_string_value(json_object_get(body, "id"));
         if (!id)
@@ -771,7 +773,7 @@ int com_tokenizer_load(const char *path, com_tokenizer_t **out, com_error_t *err
     rc = com_tokenizer_from_json(text, len, out, err);
     free(text);
     if (rc)
-        com_error_prefix(err, "%s", path);
+        com_error_prefix(err, rc, "%s", path);
     return rc;
 }
 

@@ -99,8 +99,9 @@ static const float *s_get(wrk_bert_t *m, const char *prefix, const char *name, i
         return t->data;
     if (!dst && !(dst = s_own(m, n, err)))
         return NULL;
-    if (com_tensor_to_f32(t, dst, n, err) != 0) {
-        com_error_prefix(err, "tensor %s", full);
+    int rc = com_tensor_to_f32(t, dst, n, err);
+    if (rc != 0) {
+        com_error_prefix(err, rc, "tensor %s", full);
         return NULL;
     }
     return dst;
@@ -195,7 +196,7 @@ int wrk_bert_new(const com_model_info_t *info, const char *weights_path, wrk_ber
 err:
     if (rc == 0)
         rc = COM_EINTERNAL;
-    com_error_prefix(err, "%s", weights_path);
+    com_error_prefix(err, rc, "%s", weights_path);
     wrk_bert_destroy(&m);
     return rc;
 }

@@ -116,8 +116,9 @@ static int s_read(const com_safetensors_t *st, const char *prefix, const char *n
         return err && err->code ? err->code
                                 : com_error_set(err, COM_EFORMAT, "tensor %s missing", full);
     size_t n = com_tensor_numel(t);
-    if (com_tensor_to_f32(t, buf, n, err) != 0)
-        return com_error_prefix(err, "tensor %s", full);
+    int rc = com_tensor_to_f32(t, buf, n, err);
+    if (rc != 0)
+        return com_error_prefix(err, rc, "tensor %s", full);
     return 0;
 }
 
@@ -193,7 +194,7 @@ out:
     free(buf);
     com_safetensors_destroy(&st);
     if (rc != 0)
-        com_error_prefix(err, "%s", path);
+        com_error_prefix(err, rc, "%s", path);
     return rc;
 }
 
