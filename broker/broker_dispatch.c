@@ -204,7 +204,7 @@ static int s_pick(const brk_t *b, const brk_chunk_t *ch, const bool *blocked) {
      * old worker may just be slow, and another may never free a credit. */
     int avoid = -1;
     if (ch->failed_on >= 0) {
-        for (int i = 0; i < BRK_MAX_WORKERS && avoid < 0; i++) {
+        for (int i = 0; i < b->worker_hi && avoid < 0; i++) {
             const brk_worker_t *w = &b->workers[i];
             if (i != ch->failed_on && s_usable(w, task) && w->mbt >= ch->tokens)
                 avoid = ch->failed_on;
@@ -213,7 +213,7 @@ static int s_pick(const brk_t *b, const brk_chunk_t *ch, const bool *blocked) {
     int best = -1;
     bool best_same = true;
     uint64_t best_tok = UINT64_MAX;
-    for (int i = 0; i < BRK_MAX_WORKERS; i++) {
+    for (int i = 0; i < b->worker_hi; i++) {
         const brk_worker_t *w = &b->workers[i];
         if (i == avoid || !s_usable(w, task) || blocked[i] || w->n_inflight >= s_window(w) ||
             w->mbt < ch->tokens)
@@ -305,13 +305,20 @@ void brk_dispatch_run(brk_t *b) {
             ch = ch->qnext;
             continue;
         }
+        brk_chunk_t *next = ch->qnext;
         int rc = s_send_chunk(b, wi, ch);
         if (rc == -EHOSTUNREACH)
             s_worker_lost(b, wi, "unroutable");
         else if (rc == -EAGAIN)
             blocked[wi] = true;
         s_avail(b, blocked, avail);
-        ch = b->q_head;
+        /* sent: only ch left the queue, go on after it; not sent (full queue): try ch again
+         * on another worker; a lost worker or a failed request may have changed the whole
+         * queue: start over */
+        if (rc == 0)
+            ch = next;
+        else if (rc != -EAGAIN)
+            ch = b->q_head;
     }
 #ifdef EMBER_DEBUG_CHECKS
     brk_check_invariants(b);

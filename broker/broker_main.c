@@ -385,9 +385,12 @@ static int s_router(brk_t *b, void **sock, const char *ep, bool backend, char *b
     int64_t maxmsg = (int64_t)b->limits.max_msg_bytes;
     zmq_setsockopt(*sock, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(*sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-    zmq_setsockopt(*sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
-    if (backend)
-        zmq_setsockopt(*sock, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    /* mandatory routing is what makes a send to a vanished worker fail at once (EHOSTUNREACH)
+     * instead of after three heartbeats: start-up fails without it */
+    if (zmq_setsockopt(*sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one) != 0 ||
+        (backend && zmq_setsockopt(*sock, ZMQ_ROUTER_HANDOVER, &one, sizeof one) != 0))
+        return com_error_set(err, COM_EINTERNAL, "zmq_setsockopt(ROUTER options): %s",
+                             zmq_strerror(errno));
     /* ep may list several endpoints, comma-separated (e.g. tcp for remote peers and ipc for
      * processes on this host, which skips the TCP stack); the first is advertised */
     char one_ep[512];

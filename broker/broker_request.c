@@ -190,10 +190,11 @@ static void s_reply_tokenize(brk_t *b, brk_req_t *r) {
         return;
     }
     if (buf.len > b->limits.max_msg_bytes) {
+        const size_t len = buf.len; /* the free below zeroes it */
         com_proto_buf_free(&buf);
         brk_request_fail(b, r, COM_PROTO_TOO_LARGE,
-                         "the reply (%zu bytes) exceeds the message limit max_msg_bytes = %zu",
-                         buf.len, b->limits.max_msg_bytes);
+                         "the reply (%zu bytes) exceeds the message limit max_msg_bytes = %zu", len,
+                         b->limits.max_msg_bytes);
         return;
     }
     s_send_ok(b, r, &buf);
