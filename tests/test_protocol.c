@@ -1045,6 +1045,13 @@ static void test_truncation(void) {
                               com_proto_type_name(m.type), len, b.len, rc, (int)d.perr);
                 com_proto_msg_free(&d);
                 free(copy);
+                /* the same without an error record: still a failure (err is optional) */
+                rc = s_decode(b.data, len, NULL, &d, NULL, &copy);
+                if (rc == 0)
+                    CHECK_MSG(0, "%s truncated to %zu bytes decodes with err NULL",
+                              com_proto_type_name(m.type), len);
+                com_proto_msg_free(&d);
+                free(copy);
                 cases++;
             }
             s_expect_ok("untruncated", b.data, b.len, NULL, &m);
