@@ -268,7 +268,9 @@ static int s_run(wrk_engine_t *eng, const cli_tokens_t *tokens, const s_opts_t *
             int32_t count = 0;
             while (next < tokens->n) {
                 size_t end = tokens->starts[next + 1] - base;
-                if (count > 0 && end > (size_t)o->batch_tokens)
+                /* cu holds batch_tokens + 2 entries: bound the count too, since a tokenizer
+                 * without special tokens gives empty texts 0 tokens */
+                if (count > 0 && (end > (size_t)o->batch_tokens || count >= o->batch_tokens))
                     break;
                 cu[++count] = (int32_t)end;
                 next++;

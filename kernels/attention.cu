@@ -315,7 +315,7 @@ extern "C" int kern_attention_cuda(const kern_attention_params_t *p, uint16_t *o
                                    int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
     if (!p || !out || !q || !k || !v || !cu_seqlens || !tok_seq || !n_tokens || max_tokens < 1 ||
         p->n_heads < 1 || p->n_kv_heads < 1 || p->n_heads % p->n_kv_heads != 0 ||
-        p->n_heads > 65535)
+        p->n_heads > 65535 || !(p->scale > 0.f)) /* the running max is kept scaled */
         return com_error_set(err, COM_EINVAL, "attention_cuda: bad arguments");
     if ((ldq | ldk | ldv) % 8 != 0 || ldo % 2 != 0 || !kern::aligned16(q) || !kern::aligned16(k) ||
         !kern::aligned16(v) || ((uintptr_t)out & 3u))

@@ -26,7 +26,7 @@ typedef struct kern_attention_params {
     int32_t n_heads;    /* query heads */
     int32_t n_kv_heads; /* key/value heads; divides n_heads (== n_heads: MHA, fewer: GQA) */
     int32_t head_dim;   /* any >= 1 */
-    float scale;        /* logit scale, usually 1/sqrt(head_dim) */
+    float scale;        /* logit scale, usually 1/sqrt(head_dim); the CUDA kernel needs > 0 */
     bool causal;        /* false: bidirectional (BERT); true: token i sees tokens <= i */
 } kern_attention_params_t;
 

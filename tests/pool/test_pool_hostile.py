@@ -402,7 +402,7 @@ def test_hostile_frontend(a):
                 except ValueError:
                     pass
         pu.log("broker exit counters: %s" % counters)
-        check(counters and counters.get("bad_client_msgs", 1) > 0,
+        check(counters and counters.get("bad_client_msgs", 0) > 0,
               "broker counted the bad messages (bad_client_msgs=%s bad_frames=%s)"
               % ((counters or {}).get("bad_client_msgs"), (counters or {}).get("bad_frames")))
 
