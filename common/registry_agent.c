@@ -93,6 +93,8 @@ static int s_start(const char *url, int is_worker, const com_worker_record_t *w,
     com_registry_agent_t *a = calloc(1, sizeof *a);
     if (!a)
         return com_error_set(err, COM_ENOMEM, "out of memory");
+    if (interval_ms <= 0) /* the default first: the Redis timeouts derive from it */
+        interval_ms = 1000;
     com_registry_opts_t ro = {.timeout_ms = interval_ms < 500 ? interval_ms / 2 + 1 : 250,
                               .reconnect_ms = interval_ms};
     int rc = com_registry_new(url, &ro, &a->reg, err);
@@ -103,7 +105,7 @@ static int s_start(const char *url, int is_worker, const com_worker_record_t *w,
         a->worker = *w;
     if (b)
         a->broker = *b;
-    a->interval_ms = interval_ms > 0 ? interval_ms : 1000;
+    a->interval_ms = interval_ms;
     a->healthy = 1; /* so the first failure is logged */
     a->epoch = w ? w->epoch : 0;
     pthread_mutex_init(&a->mu, NULL);

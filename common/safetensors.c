@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/file.h"
+#include "common/half.h"
 #include "common/json.h"
 
 #define S_MAX_HEADER ((uint64_t)100 << 20) /* bytes of JSON we accept */
@@ -430,33 +431,6 @@ const com_tensor_t *com_safetensors_expect(const com_safetensors_t *st, const ch
     return t;
 }
 
-/* IEEE binary16 -> binary32, exact for every input (subnormals, inf, NaN payloads). */
-static float s_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t mant = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0) {
-        if (mant == 0) {
-            bits = sign;
-        } else { /* subnormal: value mant * 2^-24; normalise */
-            exp = 127 - 15 + 1;
-            while (!(mant & 0x400u)) {
-                mant <<= 1;
-                exp--;
-            }
-            bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (mant << 13);
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 int com_tensor_to_f32(const com_tensor_t *t, float *dst, size_t n, com_error_t *err) {
     if (!t)
         return com_error_set(err, COM_EINVAL, "com_tensor_to_f32: NULL tensor");
@@ -482,7 +456,7 @@ int com_tensor_to_f32(const com_tensor_t *t, float *dst, size_t n, com_error_t *
         return 0;
     case COM_DTYPE_F16:
         for (size_t i = 0; i < n; i++)
-            dst[i] = s_f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+            dst[i] = com_half_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
         return 0;
     case COM_DTYPE_BF16:
         for (size_t i = 0; i < n; i++) {
