@@ -56,9 +56,8 @@ struct wrk_bert {
 struct wrk_bert_ws {
     int32_t max_tokens, n_parts;
     float *h, *big, *ctx, *tmp;
-    float *att;          /* [n_parts * att_stride] */
-    size_t att_stride;   /* floats per part */
-    wrk_bert_timing_t t; /* accumulated */
+    float *att;        /* [n_parts * att_stride] */
+    size_t att_stride; /* floats per part */
 };
 
 static float *s_own(wrk_bert_t *m, size_t n, com_error_t *err) {
@@ -264,16 +263,6 @@ void wrk_bert_ws_destroy(wrk_bert_ws_t **self_p) {
     *self_p = NULL;
 }
 
-int32_t wrk_bert_ws_max_tokens(const wrk_bert_ws_t *ws) {
-    return ws->max_tokens;
-}
-
-void wrk_bert_ws_timing(const wrk_bert_ws_t *ws, wrk_bert_timing_t *t, bool reset) {
-    *t = ws->t;
-    if (reset)
-        memset(&((wrk_bert_ws_t *)ws)->t, 0, sizeof ws->t);
-}
-
 /* ---- the parallel steps: each splits rows (or attention units) by part ---- */
 
 typedef struct s_step {
@@ -353,12 +342,6 @@ static void s_gemm_part(void *arg, int32_t part, int32_t n_parts) {
                         g->in, g->out);
 }
 
-static double s_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void s_run(wrk_tpool_t *pool, wrk_tpool_fn fn, void *arg) {
     if (pool)
         wrk_tpool_run(pool, fn, arg, 0);
@@ -388,44 +371,22 @@ int wrk_bert_forward(const wrk_bert_t *m, wrk_bert_ws_t *ws, wrk_tpool_t *pool,
                              (int)wrk_tpool_size(pool), (int)ws->n_parts);
     const int32_t H = in->hidden_size, I = in->intermediate_size;
     s_step_t s = {m, ws, NULL, token_ids, type_ids, cu_seqlens, n_seqs, n_tokens};
-    double t0 = s_now(), t1;
     s_run(pool, s_embed_part, &s);
-    t1 = s_now();
-    ws->t.embed += t1 - t0;
     for (int32_t l = 0; l < in->num_layers; l++) {
         const s_layer_t *L = &m->layers[l];
         s.L = L;
-        t0 = s_now();
         s_linear(pool, ws->big, ws->h, L->wqkv, L->bqkv, n_tokens, H, 3 * H);
-        t1 = s_now();
-        ws->t.gemm += t1 - t0;
         s_run(pool, s_attention_part, &s);
-        t0 = s_now();
-        ws->t.attention += t0 - t1;
         s_linear(pool, ws->tmp, ws->ctx, L->wo, NULL, n_tokens, H, H);
-        t1 = s_now();
-        ws->t.gemm += t1 - t0;
         s_run(pool, s_attn_ln_part, &s);
-        t0 = s_now();
-        ws->t.elementwise += t0 - t1;
         s_linear(pool, ws->big, ws->h, L->w1, NULL, n_tokens, H, I);
-        t1 = s_now();
-        ws->t.gemm += t1 - t0;
         s_run(pool, s_gelu_part, &s);
-        t0 = s_now();
-        ws->t.elementwise += t0 - t1;
         s_linear(pool, ws->ctx, ws->big, L->w2, NULL, n_tokens, I, H);
-        t1 = s_now();
-        ws->t.gemm += t1 - t0;
         s_run(pool, s_ffn_ln_part, &s);
-        t0 = s_now();
-        ws->t.elementwise += t0 - t1;
     }
-    t0 = s_now();
     kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
                             : in->pooling == COM_POOL_LAST ? KERN_POOL_LAST
                                                            : KERN_POOL_MEAN;
     kern_pool_ref(out, ws->h, cu_seqlens, n_seqs, H, mode, out_dim, normalize);
-    ws->t.pool += s_now() - t0;
     return 0;
 }

@@ -36,7 +36,6 @@ void wrk_bert_destroy(wrk_bert_t **self_p);
 int wrk_bert_ws_new(const wrk_bert_t *m, int32_t max_tokens, int32_t n_parts, wrk_bert_ws_t **out,
                     com_error_t *err);
 void wrk_bert_ws_destroy(wrk_bert_ws_t **self_p);
-int32_t wrk_bert_ws_max_tokens(const wrk_bert_ws_t *ws);
 
 /* Runs the encoder and pooling on one packed batch that the caller validated (ids and type ids
  * in range, lengths 1..max_position_embeddings, n_tokens <= the workspace's max_tokens,
@@ -49,11 +48,5 @@ int wrk_bert_forward(const wrk_bert_t *m, wrk_bert_ws_t *ws, wrk_tpool_t *pool,
                      int32_t n_seqs, int32_t n_tokens, int32_t out_dim, bool normalize,
                      float *out, /* [n_seqs, out_dim], host, fp32 */
                      com_error_t *err);
-
-/* Time spent per stage by the last forward calls on ws (accumulated, seconds), for benches. */
-typedef struct wrk_bert_timing {
-    double embed, gemm, attention, elementwise, pool;
-} wrk_bert_timing_t;
-void wrk_bert_ws_timing(const wrk_bert_ws_t *ws, wrk_bert_timing_t *t, bool reset);
 
 #endif

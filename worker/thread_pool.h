@@ -1,8 +1,8 @@
 /* worker/thread_pool.h — a tiny fork-join thread pool owned by one engine (no globals): n parts,
  * the calling thread runs part 0 and n-1 helper threads the rest; wrk_tpool_run returns when every
- * part is done. Used by the CPU engine to split attention and the element-wise ops across
- * cores (the GEMMs use OpenBLAS's own threads). Helpers sleep on a condition variable between
- * jobs (no spinning, so they do not fight OpenBLAS's threads for the cores).
+ * part is done. Used by the CPU engine to split the GEMMs (single-threaded OpenBLAS calls on
+ * row ranges), attention and the element-wise ops across cores. Helpers sleep on a condition
+ * variable between jobs.
  * Thread-safety: one thread calls wrk_tpool_run at a time (the engine's compute thread). */
 #ifndef EMBER_WORKER_THREAD_POOL_H
 #define EMBER_WORKER_THREAD_POOL_H

@@ -245,14 +245,6 @@ void *wrk_links_socket(const wrk_links_t *l, int32_t i) {
     return l->links[i].sock;
 }
 
-const char *wrk_links_endpoint(const wrk_links_t *l, int32_t i) {
-    return l->links[i].endpoint;
-}
-
-int wrk_links_live(const wrk_links_t *l, int32_t i) {
-    return l->links[i].state == S_LIVE;
-}
-
 void wrk_links_endpoints(const wrk_links_t *l, char *buf, size_t cap) {
     if (cap == 0)
         return;

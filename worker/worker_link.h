@@ -80,9 +80,6 @@ void wrk_links_destroy(wrk_links_t **self_p, int linger_ms);
 int wrk_links_add(wrk_links_t *l, const char *endpoint, int64_t now_us, com_error_t *err);
 int32_t wrk_links_count(const wrk_links_t *l);
 void *wrk_links_socket(const wrk_links_t *l, int32_t i);
-const char *wrk_links_endpoint(const wrk_links_t *l, int32_t i);
-/* 1 when link i is LIVE. */
-int wrk_links_live(const wrk_links_t *l, int32_t i);
 /* Writes the endpoints, comma-separated, into buf (truncated to cap). */
 void wrk_links_endpoints(const wrk_links_t *l, char *buf, size_t cap);
 
