@@ -145,15 +145,25 @@ int main(int argc, char **argv) {
             S_TIME(L("embed_layernorm"), tb * (3 * 2 + 4 + 2) / 1.0, "GB/s",
                    S_OK(kern_embed_layernorm_cuda(h32, hb, d_ids, NULL, d_ts, d_cu, d_n, T, word,
                                                   pos, type, g, g, H, 1e-12f, st, &e_)));
-            const int32_t gemm[4][3] = {{H, 3 * H, 1}, {H, H, 1}, {H, I, 0}, {I, H, 1}};
-            static const char *gn[4] = {"linear qkv", "linear out", "linear ffn1", "linear ffn2"};
-            for (int k = 0; k < 4; k++) {
+            /* in, out, epilogue; the plan tuned (all cuBLASLt candidates and ours) as the
+             * engine's start-up does; "ffn1+gelu" is FFN-up with the GELU as one op */
+            const int32_t gemm[5][3] = {{H, 3 * H, KERN_LINEAR_BIAS},
+                                        {H, H, KERN_LINEAR_BIAS},
+                                        {H, I, KERN_LINEAR_NONE},
+                                        {H, I, KERN_LINEAR_BIAS_GELU},
+                                        {I, H, KERN_LINEAR_BIAS}};
+            static const char *gn[5] = {"linear qkv", "linear out", "linear ffn1",
+                                        "linear ffn1+gelu", "linear ffn2"};
+            for (int k = 0; k < 5; k++) {
                 kern_linear_plan_t *p = NULL;
-                S_OK(kern_linear_plan_new(lt, T, gemm[k][0], gemm[k][1], gemm[k][2], ws_bytes, 0,
-                                          &p, &e_));
+                const uint16_t *wk = k == 4 ? w2 : w1;
+                S_OK(kern_linear_plan_new(lt, T, gemm[k][0], gemm[k][1],
+                                          (kern_linear_epilogue_t)gemm[k][2], ws_bytes, 0, &p,
+                                          &e_));
+                S_OK(kern_linear_plan_tune(lt, p, y, x, wk, b, ws, ws_bytes, st, NULL, &e_));
+                printf("%s T=%d %s: %s\n", names[m], (int)T, gn[k], kern_linear_plan_describe(p));
                 S_TIME(L("linear"), 2.0 * T * gemm[k][0] * gemm[k][1] / 1e3, "TFLOP/s",
-                       S_OK(kern_linear_cuda(lt, p, y, x, k == 3 ? w2 : w1, b, ws, ws_bytes, st,
-                                             &e_)));
+                       S_OK(kern_linear_cuda(lt, p, y, x, wk, b, ws, ws_bytes, st, &e_)));
                 snprintf(rows[n_rows - 1].name, sizeof rows[0].name, "%s T=%d %s", names[m], (int)T,
                          gn[k]);
                 kern_linear_plan_destroy(&p);
@@ -168,6 +178,9 @@ int main(int argc, char **argv) {
             S_TIME(L("add_layernorm"), tb * (2 + 4 + 4 + 2), "GB/s",
                    S_OK(kern_add_layernorm_cuda(h32, hb, hb, NULL, h32, g, g, T, d_n, H, 1e-12f, st,
                                                 &e_)));
+            S_TIME(L("add_layernorm bf16"), tb * (2 + 2 + 2), "GB/s",
+                   S_OK(kern_add_layernorm_bf16_cuda(NULL, hb, x, NULL, hb, g, g, T, d_n, H, 1e-12f,
+                                                     st, &e_)));
             S_TIME(L("pool mean+L2"), tb * 4, "GB/s",
                    S_OK(kern_pool_cuda(out, h32, d_cu, d_ns, d_dim, d_norm, T, H, KERN_POOL_MEAN,
                                        st, &e_)));

@@ -1,38 +1,101 @@
-/* kernels/add_layernorm.cu — CUDA residual add + LayerNorm (contract in add_layernorm.h;
- * plain-C reference kern_add_layernorm_ref beside it).
+/* kernels/add_layernorm.cu — CUDA residual add + LayerNorm, fp32 or bf16 residual stream
+ * (contracts in add_layernorm.h; plain-C reference kern_add_layernorm_ref beside it).
  *
- * Algorithm: one warp per row, 4 rows per 128-thread block, grid = ceil(n_max / 4). Row t <
- * *n_rows: v = x (bf16) + b (bf16) + residual (fp32), in the reference's order, kept in the
- * lane's own slice of shared memory; two-pass mean / biased variance (warp reductions); y = (v -
- * mean) * rstd * gamma + beta written as fp32 (may overwrite residual: the lane read its
- * elements first) and/or bf16. Launch configurations: VEC = 8 (16-byte accesses; hidden % 8 == 0
- * and aligned pointers) or VEC = 1. Stream: the caller's. Tested by tests/test_kernels_cuda.c;
- * timed by bench_kernels_cuda ("add_layernorm"). */
+ * Algorithm: row t < *n_rows: v = x (bf16) + b (bf16) + residual (fp32 or bf16), in the
+ * reference's order; two-pass mean / biased variance; y = (v - mean) * rstd * gamma + beta
+ * written as fp32 and/or bf16 (an output may overwrite residual: each element is read before it
+ * is written, by the same thread). Bandwidth-bound (12 bytes/element with the fp32 residual, 6
+ * with bf16). Launch configurations (kern_add_layernorm_cuda_config):
+ *   2  register-resident, hidden 384 / 768 / 1024 (G = 16 / 32 / 32 lanes per row, N = 3 / 3 / 4
+ *      16-byte vectors per lane, 128-thread blocks of 128 / G rows): gamma/beta/b loads issued
+ *      first, then n_rows, then every load of the row before the first reduction (one dependent
+ *      round trip after n_rows), group shuffle reductions, no shared memory;
+ *   1  generic, hidden % 8 == 0: one warp per row, 4 rows per block, the row staged in shared
+ *      memory, 16-byte accesses;
+ *   0  generic, scalar accesses (any hidden, or a pointer not 16-byte aligned).
+ * Grid sized by n_max (the bucket). Stream: the caller's. Tested by tests/test_kernels_cuda.c;
+ * timed by bench_kernels_cuda ("add_layernorm", "add_layernorm bf16"). */
 #include "kernels/add_layernorm.h"
 #include "kernels/kern_cuda_dev.cuh"
 
 namespace {
 
-constexpr int kWarps = 4;
+constexpr int kThreads = 128, kWarps = kThreads / 32;
 
-template <int VEC>
-__global__ void __launch_bounds__(kWarps * 32)
-    k_add_ln(float *out_f32, uint16_t *__restrict__ out_bf16, const uint16_t *__restrict__ x,
-             const uint16_t *__restrict__ b, const float *residual, const float *__restrict__ gamma,
-             const float *__restrict__ beta, int32_t n_max, const int32_t *__restrict__ n_rows,
-             int32_t H, float eps) {
+/* VEC residual elements as fp32, from an fp32 or a bf16 residual stream. */
+template <int VEC> __device__ __forceinline__ void load_res(const float *p, float *f) {
+    kern::load_f32<VEC>(p, f);
+}
+template <int VEC> __device__ __forceinline__ void load_res(const uint16_t *p, float *f) {
+    kern::load_bf16<VEC>(p, f);
+}
+
+/* Register-resident: H = G * N * 8. Every lane of the warp reaches the shuffles (no early
+ * return); lanes of rows >= *n_rows (or >= n_max) only skip their loads and stores. */
+template <int G, int N, typename RT>
+__global__ void __launch_bounds__(kThreads)
+    k_add_ln_reg(float *out_f32, uint16_t *out_bf16, const uint16_t *x,
+                 const uint16_t *__restrict__ b, const RT *residual,
+                 const float *__restrict__ gamma, const float *__restrict__ beta, int32_t n_max,
+                 const int32_t *__restrict__ n_rows, float eps) {
+    kern::pdl_begin();
+    constexpr int32_t H = G * N * 8;
+    const int lg = threadIdx.x % G;
+    const int32_t t = blockIdx.x * (kThreads / G) + threadIdx.x / G;
+    float g[N][8], be[N][8], bb[N][8];
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        const int i = (lg + G * k) * 8;
+        kern::load_f32<8>(gamma + i, g[k]);
+        kern::load_f32<8>(beta + i, be[k]);
+        if (b)
+            kern::load_bf16<8>(b + i, bb[k]);
+    }
+    const bool live = t < n_max && (!n_rows || t < *n_rows);
+    const int64_t o = (int64_t)t * H;
+    float v[N][8];
+    if (live) {
+        float a[N][8], r[N][8];
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            const int64_t i = o + (lg + G * k) * 8;
+            kern::load_bf16<8>(x + i, a[k]);
+            load_res<8>(residual + i, r[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < N; k++)
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                v[k][j] = b ? a[k][j] + bb[k][j] + r[k][j] : a[k][j] + r[k][j];
+    } else {
+#pragma unroll
+        for (int k = 0; k < N; k++)
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                v[k][j] = 0.f;
+    }
+    kern::layernorm_regs_store<G, N>(v, g, be, eps, live, lg, o, out_f32, out_bf16);
+}
+
+/* Generic: one warp per row, the row staged in shared memory (kWarps * H floats). */
+template <int VEC, typename RT>
+__global__ void __launch_bounds__(kThreads)
+    k_add_ln(float *out_f32, uint16_t *out_bf16, const uint16_t *x, const uint16_t *__restrict__ b,
+             const RT *residual, const float *__restrict__ gamma, const float *__restrict__ beta,
+             int32_t n_max, const int32_t *__restrict__ n_rows, int32_t H, float eps) {
     extern __shared__ float sm[];
+    kern::pdl_begin();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int32_t t = blockIdx.x * kWarps + warp;
     if (t >= n_max || (n_rows && t >= *n_rows))
-        return;
+        return; /* warp-uniform */
     float *row = sm + warp * H;
     const int64_t o = (int64_t)t * H;
     float sum = 0.f;
     for (int i = lane * VEC; i < H; i += 32 * VEC) {
         float a[VEC], r[VEC], bb[VEC];
         kern::load_bf16<VEC>(x + o + i, a);
-        kern::load_f32<VEC>(residual + o + i, r);
+        load_res<VEC>(residual + o + i, r);
         if (b)
             kern::load_bf16<VEC>(b + i, bb);
 #pragma unroll
@@ -45,9 +108,71 @@ __global__ void __launch_bounds__(kWarps * 32)
     kern::layernorm_row_store<VEC>(row, sum, H, eps, gamma, beta, o, out_f32, out_bf16);
 }
 
+template <int G, int N, typename RT>
+static cudaError_t s_launch_reg(float *out_f32, uint16_t *out_bf16, const uint16_t *x,
+                                const uint16_t *b, const RT *residual, const float *gamma,
+                                const float *beta, int32_t n_max, const int32_t *n_rows, float eps,
+                                cudaStream_t stream) {
+    constexpr int rows = kThreads / G;
+    const dim3 grid((unsigned)((n_max + rows - 1) / rows)), block(kThreads);
+    return kern::launch(k_add_ln_reg<G, N, RT>, grid, block, 0, stream, out_f32, out_bf16, x, b,
+                        residual, gamma, beta, n_max, n_rows, eps);
+}
+
+/* Both entry points: picks the configuration (see the file header) and launches. */
+template <typename RT>
+static int s_add_ln(const char *who, float *out_f32, uint16_t *out_bf16, const uint16_t *x,
+                    const uint16_t *b, const RT *residual, const float *gamma, const float *beta,
+                    int32_t n_max, const int32_t *n_rows, int32_t hidden, float eps,
+                    cudaStream_t stream, com_error_t *err) {
+    if (n_max < 1 || hidden < 1 || hidden > 16384 || !x || !residual || !gamma || !beta)
+        return com_error_set(err, COM_EINVAL, "%s: bad arguments (n %d, hidden %d)", who,
+                             (int)n_max, (int)hidden);
+    const bool aligned = kern::aligned16(x) && kern::aligned16(b) && kern::aligned16(residual) &&
+                         kern::aligned16(gamma) && kern::aligned16(beta) &&
+                         kern::aligned16(out_f32) && kern::aligned16(out_bf16);
+    const int cfg = aligned ? kern_add_layernorm_cuda_config(hidden) : 0;
+    if (cfg == 2) {
+        if (hidden == 384)
+            KERN_CUDA_TRY((s_launch_reg<16, 3>(out_f32, out_bf16, x, b, residual, gamma, beta,
+                                               n_max, n_rows, eps, stream)),
+                          err);
+        else if (hidden == 768)
+            KERN_CUDA_TRY((s_launch_reg<32, 3>(out_f32, out_bf16, x, b, residual, gamma, beta,
+                                               n_max, n_rows, eps, stream)),
+                          err);
+        else
+            KERN_CUDA_TRY((s_launch_reg<32, 4>(out_f32, out_bf16, x, b, residual, gamma, beta,
+                                               n_max, n_rows, eps, stream)),
+                          err);
+        return 0;
+    }
+    const dim3 grid((unsigned)((n_max + kWarps - 1) / kWarps)), block(kThreads);
+    const size_t smem = (size_t)kWarps * hidden * sizeof(float);
+    if (smem > 48 * 1024) {
+        KERN_CUDA_TRY((cudaFuncSetAttribute(
+                          k_add_ln<1, RT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)),
+                      err);
+        KERN_CUDA_TRY((cudaFuncSetAttribute(
+                          k_add_ln<8, RT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)),
+                      err);
+    }
+    if (cfg == 1)
+        KERN_CUDA_TRY((kern::launch(k_add_ln<8, RT>, grid, block, smem, stream, out_f32, out_bf16,
+                                    x, b, residual, gamma, beta, n_max, n_rows, hidden, eps)),
+                      err);
+    else
+        KERN_CUDA_TRY((kern::launch(k_add_ln<1, RT>, grid, block, smem, stream, out_f32, out_bf16,
+                                    x, b, residual, gamma, beta, n_max, n_rows, hidden, eps)),
+                      err);
+    return 0;
+}
+
 } // namespace
 
 extern "C" int kern_add_layernorm_cuda_config(int32_t hidden) {
+    if (hidden == 384 || hidden == 768 || hidden == 1024)
+        return 2;
     return hidden % 8 == 0 ? 1 : 0;
 }
 
@@ -56,28 +181,17 @@ extern "C" int kern_add_layernorm_cuda(float *out_f32, uint16_t *out_bf16, const
                                        const float *beta, int32_t n_max, const int32_t *n_rows,
                                        int32_t hidden, float eps, cudaStream_t stream,
                                        com_error_t *err) {
-    if (n_max < 1 || hidden < 1 || hidden > 16384 || !x || !residual || !gamma || !beta)
-        return com_error_set(err, COM_EINVAL, "add_layernorm_cuda: bad arguments (n %d, hidden %d)",
-                             (int)n_max, (int)hidden);
-    const dim3 grid((unsigned)((n_max + kWarps - 1) / kWarps)), block(kWarps * 32);
-    const size_t smem = (size_t)kWarps * hidden * sizeof(float);
-    const bool vec = kern_add_layernorm_cuda_config(hidden) && kern::aligned16(x) &&
-                     kern::aligned16(b) && kern::aligned16(residual) && kern::aligned16(gamma) &&
-                     kern::aligned16(beta) && kern::aligned16(out_f32) && kern::aligned16(out_bf16);
-    if (smem > 48 * 1024) {
-        KERN_CUDA_TRY(cudaFuncSetAttribute(k_add_ln<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)smem),
-                      err);
-        KERN_CUDA_TRY(cudaFuncSetAttribute(k_add_ln<8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)smem),
-                      err);
-    }
-    if (vec)
-        k_add_ln<8><<<grid, block, smem, stream>>>(out_f32, out_bf16, x, b, residual, gamma, beta,
-                                                   n_max, n_rows, hidden, eps);
-    else
-        k_add_ln<1><<<grid, block, smem, stream>>>(out_f32, out_bf16, x, b, residual, gamma, beta,
-                                                   n_max, n_rows, hidden, eps);
-    KERN_CUDA_TRY(cudaGetLastError(), err);
-    return 0;
+    return s_add_ln("add_layernorm_cuda", out_f32, out_bf16, x, b, residual, gamma, beta, n_max,
+                    n_rows, hidden, eps, stream, err);
+}
+
+extern "C" int kern_add_layernorm_bf16_cuda(float *out_f32, uint16_t *out_bf16, const uint16_t *x,
+                                            const uint16_t *b, const uint16_t *residual,
+                                            const float *gamma, const float *beta, int32_t n_max,
+                                            const int32_t *n_rows, int32_t hidden, float eps,
+                                            cudaStream_t stream, com_error_t *err) {
+    if (!out_bf16)
+        return com_error_set(err, COM_EINVAL, "add_layernorm_bf16_cuda: out_bf16 is NULL");
+    return s_add_ln("add_layernorm_bf16_cuda", out_f32, out_bf16, x, b, residual, gamma, beta,
+                    n_max, n_rows, hidden, eps, stream, err);
 }

@@ -25,9 +25,11 @@ void kern_add_layernorm_ref(float *out,            /* [n, hidden], host, fp32 */
 /* CUDA (add_layernorm.cu): rows t < *n_rows (all n_max rows when n_rows is NULL):
  *   y = LayerNorm(x[t] + b + residual[t]) * gamma + beta, fp32 math,
  * written to out_f32 (fp32 residual stream; may alias residual) and out_bf16 (next GEMM's input);
- * either output may be NULL. Rows past *n_rows are not touched. Launch configurations: 16-byte
- * vector path (hidden % 8 == 0) and scalar path, picked by the launcher. Returns 0, COM_EINVAL or
- * COM_EINTERNAL (err says where). Enqueued on stream. */
+ * either output may be NULL. Rows past *n_rows are not touched. Launch configurations (see
+ * kern_add_layernorm_cuda_config): register-resident rows for hidden 384 / 768 / 1024, else the
+ * generic 16-byte vector path (hidden % 8 == 0) or scalar path; a pointer that is not 16-byte
+ * aligned forces the scalar path. Returns 0, COM_EINVAL or COM_EINTERNAL (err says where).
+ * Enqueued on stream. */
 int kern_add_layernorm_cuda(float *out_f32,        /* [n_max, hidden], device, or NULL */
                             uint16_t *out_bf16,    /* [n_max, hidden], device bf16, or NULL */
                             const uint16_t *x,     /* [n_max, hidden], device bf16 */
@@ -38,7 +40,23 @@ int kern_add_layernorm_cuda(float *out_f32,        /* [n_max, hidden], device, o
                             int32_t n_max, const int32_t *n_rows, /* [1] device, or NULL */
                             int32_t hidden, float eps, struct CUstream_st *stream,
                             com_error_t *err);
-/* The launch configuration the launcher picks for hidden (0 scalar, 1 vector); for tests. */
+/* The same with a bf16 residual stream (6 bytes/element instead of 12): v = x + b + residual,
+ * all bf16 read as fp32, y = LayerNorm(v) * gamma + beta written as bf16 to out_bf16 (required;
+ * may equal residual: in place) and as fp32 to out_f32 when not NULL. Same launch
+ * configurations, same checks and returns. The reference is kern_add_layernorm_ref on the
+ * inputs converted to fp32. */
+int kern_add_layernorm_bf16_cuda(float *out_f32,           /* [n_max, hidden], device, or NULL */
+                                 uint16_t *out_bf16,       /* [n_max, hidden], device bf16 */
+                                 const uint16_t *x,        /* [n_max, hidden], device bf16 */
+                                 const uint16_t *b,        /* [hidden], device bf16, or NULL */
+                                 const uint16_t *residual, /* [n_max, hidden], device bf16 */
+                                 const float *gamma,       /* [hidden], device fp32 */
+                                 const float *beta,        /* [hidden], device fp32 */
+                                 int32_t n_max, const int32_t *n_rows, /* [1] device, or NULL */
+                                 int32_t hidden, float eps, struct CUstream_st *stream,
+                                 com_error_t *err);
+/* The launch configuration the launchers pick for hidden, given 16-byte aligned pointers (0
+ * scalar, 1 generic vector, 2 register-resident); for tests. */
 int kern_add_layernorm_cuda_config(int32_t hidden);
 #endif
 

@@ -2,40 +2,59 @@
  * FlashAttention-2 style (contract in attention.h; plain-C reference kern_attention_ref beside
  * it).
  *
- * Grid: (ceil(max_tokens / 64), n_heads), 128 threads = 4 warps. CTA (tile, h) takes the 64
- * packed query rows [64 tile, 64 tile + 64) of head h; warp w owns 16 of them. The grid depends
- * on the bucket only; everything about the batch is read from device memory: *n_tokens (CTAs past
- * it exit), and for each row its sequence (tok_seq) and that sequence's key range [lo, hi) from
- * cu_seqlens (causal: hi = min(hi, row + 1)). A tile may span several sequences: the CTA walks
- * the keys [lo of its first row, hi of its last row) in blocks of 64 and masks per element
- * (key outside the row's range -> -inf), and a warp skips blocks outside its rows' union range.
- * Cost: at most the keys of the sequences the tile touches, so short sequences waste little.
+ * Grid (ceil(max_tokens / 64), n_heads), 128 threads = 4 warps. CTA (tile, h) takes the
+ * 64 packed query rows [64 tile, 64 tile + 64) of head h; warp w owns 16 of them. The grid
+ * depends on the bucket only; everything about the batch is read from device memory: *n_tokens
+ * (CTAs past it exit), and for each row its sequence (tok_seq) and that sequence's key range
+ * [lo, hi) from cu_seqlens (causal: hi = min(hi, row + 1)). A tile may span several sequences:
+ * the CTA walks the keys [lo of its first row, largest hi of its rows) in blocks of 64 and masks
+ * per element (key outside the row's range -> -inf), and a warp skips blocks outside its rows'
+ * union range. Cost: at most the keys of the sequences the tile touches.
  *
- * Per key block (double-buffered in shared memory by cp.async, zero-filled past the end):
+ * Per key block (in shared memory by cp.async, zero-filled past *n_tokens):
  *   S = Q K^T          mma.sync m16n8k16 bf16 -> fp32; Q fragments held in registers, K by
  *                      ldmatrix.x4 from [key][dim] rows padded by 16 bytes (no bank conflicts)
  *   online softmax     in base 2: p = ex2.approx(s * scale * log2 e - m), one FFMA + one MUFU
- *                      per score; running max m (scaled units) and partial sum l per row (per
- *                      thread, reduced over the quad at the end), O rescaled. Masking only in
- *                      blocks that cross a row's key range (a warp-uniform test). For d = 32
- *                      the softmax's ALU work, not the tensor cores, bounds the kernel: these
- *                      two changes took the 100 ragged MiniLM texts from 984 to 817 us (H200)
+ *                      per score; running max m (scaled units) per row, O rescaled. Masking
+ *                      only in blocks that cross a row's key range (a warp-uniform test).
  *   O += P V           P re-packed from the S accumulators into A fragments (no shared memory),
  *                      V by ldmatrix.x4.trans
  * then O / l is written as bf16 for the valid rows. GQA: kv head = h / (n_heads / n_kv_heads).
- * Launch configurations: HEAD_DIM 32 or 64 x causal no/yes (128 fits the same code with a larger
- * shared-memory carve-out: a later template instance). Shared memory: 2 stages x (K + V) x 64 x
- * (HEAD_DIM + 8) bf16 = 36 KiB at 64. Stream: the caller's.
- * Tested by tests/test_kernels_cuda.c (all four configurations, ragged shapes); timed by
- * bench_kernels_cuda ("attention"). */
+ *
+ * What profiling (Nsight Compute, H200) showed to be latency and instruction overhead, not
+ * tensor or memory throughput, shaped the kernel (each change against the previous kernel):
+ *   - __launch_bounds__(128, 4) (<= 128 registers) and the maximum shared-memory carve-out
+ *     (set once per device): 4 CTAs = 16 warps per SM instead of 3 = 12;
+ *   - one barrier per key block instead of two (the stage refilled is the one every warp
+ *     finished before the barrier), and a cp.async loader with no per-row 64-bit multiply;
+ *   - row sums l accumulate on the tensor cores as P x ones (one extra mma per 16 keys instead
+ *     of 2 FADD per score; l is then the sum of the bf16 P that the P V product uses);
+ *   - block row max as a tree; the masked path is straight-line code (per-16-key branches
+ *     serialised the mma chains);
+ *   - the prologue reads n_tokens and the rows' tok_seq in one round trip and starts the first
+ *     K/V copies before the row ranges are known.
+ * Measured on an H200 (PDL on), previous kernel -> this one: one chunk of 16128 tokens in 100
+ * sequences of 32..512 (log-uniform), 12 heads (scratch harness, median of 11 x 100 launches):
+ * d = 64 102.6 -> 82.3 us, d = 32 64.3-65.1 -> 56.6-57.2 us; bench_kernels_cuda 8 x 512 tokens:
+ * bert-base 37.1-38.1 -> 30.6-30.9 us, minilm 23.2 -> 20.7 us; 1 x 128 tokens: no slower
+ * (4.35 -> 4.13 us, 3.52 -> 3.27 us). Tried and slower on that chunk: 2 m16 row tiles per warp
+ * (128-row CTAs: more masked waste, fewer CTAs), 8-warp CTAs, 32-key blocks, 3-4 stages, 5-6
+ * CTAs per SM (spills), issuing the next block's Q K^T before this block's softmax (register
+ * pressure), per-16-key chunk skipping inside masked blocks (branches serialise the mmas).
+ *
+ * Launch configurations: HEAD_DIM 32 or 64 x causal no/yes (the tile in Tile: 4 warps, 16 rows per
+ * warp, 64-key blocks, 2 stages, 4 CTAs per SM). Shared memory: 2 stages x (K + V) x 64 x (HEAD_DIM
+ * + 8) bf16 = 36 KiB at 64. Stream: the caller's. Tested by tests/test_kernels_cuda.c (all four
+ * configurations, ragged shapes); timed by bench_kernels_cuda ("attention"). */
 #include <math.h>
+
+#include <atomic>
+#include <type_traits>
 
 #include "kernels/attention.h"
 #include "kernels/kern_cuda_dev.cuh"
 
 namespace {
-
-constexpr int kBM = 64, kBN = 64, kWarps = 4, kThreads = kWarps * 32;
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {
     return (uint32_t)__cvta_generic_to_shared(p);
@@ -63,8 +82,8 @@ __device__ __forceinline__ void mma_bf16(float *c, const uint32_t *a, uint32_t b
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+__device__ __forceinline__ void cp_async16s(uint32_t dst, const void *src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                  "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void cp_commit() {
@@ -87,52 +106,116 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     return *reinterpret_cast<uint32_t *>(&v);
 }
 
-template <int HD> struct Smem {
-    static constexpr int kStride = HD + 8; /* bf16 elements per row: +16 bytes, conflict-free */
-    uint16_t k[2][kBN][kStride];
-    uint16_t v[2][kBN][kStride];
+/* Template: HD head dim, W warps, MT m16 row tiles per warp (CTA rows = 16 MT W), BN keys per
+ * block, ST cp.async stages, MINB CTAs per SM for __launch_bounds__ (caps registers). The tile
+ * in use is Tile's; the other values are kept for tuning (see the file header). */
+template <int HD, int BN, int ST> struct SmemT {
+    static constexpr int kStride = HD + 8; /* bf16 per row: +16 bytes, ldmatrix conflict-free */
+    static constexpr size_t kBytes = (size_t)ST * 2 * BN * kStride * sizeof(uint16_t);
 };
 
-template <int HD, bool CAUSAL>
-__global__ void __launch_bounds__(kThreads)
+template <int HD, bool CAUSAL, int W, int MT, int BN, int ST, int MINB>
+__global__ void __launch_bounds__(W * 32, MINB)
     k_attention(uint16_t *__restrict__ out, int64_t ldo, const uint16_t *__restrict__ q,
                 int64_t ldq, const uint16_t *__restrict__ k, int64_t ldk,
                 const uint16_t *__restrict__ v, int64_t ldv, const int32_t *__restrict__ cu,
                 const int32_t *__restrict__ tok_seq, const int32_t *__restrict__ n_tokens_p,
-                int32_t group, float scale_log2) {
+                int32_t max_tokens, int32_t group, float scale_log2) {
+    constexpr int kS = HD + 8, kRows = 16 * MT * W;
+    constexpr int kColT = HD / 8, kRowStep = W * 32 / kColT, kLoads = BN / kRowStep;
+    static_assert(BN % 16 == 0 && BN % kRowStep == 0 && ST >= 2, "tile shape");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    Smem<HD> &sm = *reinterpret_cast<Smem<HD> *>(smem_raw);
-    const int32_t nt = *n_tokens_p;
-    const int32_t q0 = blockIdx.x * kBM;
-    if (q0 >= nt)
-        return;
-    const int h = blockIdx.y, kh = h / group;
+    uint16_t(*sk)[BN][kS] = reinterpret_cast<uint16_t(*)[BN][kS]>(smem_raw);
+    uint16_t(*sv)[BN][kS] =
+        reinterpret_cast<uint16_t(*)[BN][kS]>(smem_raw + (size_t)ST * BN * kS * sizeof(uint16_t));
+    __shared__ int32_t s_whi[W];
+    kern::pdl_begin();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c4 = lane % 4;
-    const int32_t qlast = min(q0 + kBM, nt) - 1;
-    const int32_t kbeg = cu[tok_seq[q0]];
-    int32_t kend = cu[tok_seq[qlast] + 1];
-    if (CAUSAL)
-        kend = min(kend, qlast + 1);
-
-    /* this thread's two rows and their key ranges (empty for rows past n_tokens) */
-    int32_t row[2], lo[2], hi[2];
+    const int32_t q0 = blockIdx.x * kRows;
+    /* independent loads first: n_tokens and the rows' sequences in one round trip (tok_seq has
+     * max_tokens entries; padding entries are loaded but never used) */
+    const int32_t nt = *n_tokens_p;
+    const int32_t seq0 = tok_seq[q0];
+    int32_t row[MT][2], sq[MT][2];
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
-        row[i] = q0 + warp * 16 + g + 8 * i;
-        lo[i] = 0, hi[i] = 0;
-        if (row[i] < nt) {
-            const int32_t s = tok_seq[row[i]];
-            lo[i] = cu[s], hi[i] = cu[s + 1];
-            if (CAUSAL)
-                hi[i] = min(hi[i], row[i] + 1);
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            row[t][i] = q0 + warp * 16 * MT + 16 * t + g + 8 * i;
+            sq[t][i] = row[t][i] < max_tokens ? tok_seq[row[t][i]] : -1;
         }
+    if (q0 >= nt)
+        return; /* uniform over the CTA */
+    const int32_t kbeg = cu[seq0];
+    const int h = blockIdx.y, kh = h / group;
+
+    /* K/V block loader: thread copies 16-byte column chunk tc of rows tr, tr + kRowStep, ...
+     * of the next block to load (kld, vld: its row tr). Keys past n_tokens are zero-filled
+     * (src-size 0: nothing is read, so their addresses, which may lie past the buffer, are
+     * never dereferenced). Keys in [kend, n_tokens) are real rows of other sequences: loaded,
+     * then masked. */
+    const int tc = threadIdx.x % kColT, tr = threadIdx.x / kColT;
+    const uint16_t *kld = k + (int64_t)kh * HD + tc * 8 + (int64_t)(kbeg + tr) * ldk;
+    const uint16_t *vld = v + (int64_t)kh * HD + tc * 8 + (int64_t)(kbeg + tr) * ldv;
+    const uint32_t sk0 = smem_addr(&sk[0][tr][tc * 8]), sv0 = smem_addr(&sv[0][tr][tc * 8]);
+    auto load_block = [&](int stage, int32_t kb) {
+        const uint32_t so = (uint32_t)stage * (BN * kS * 2);
+        const int32_t lim = nt - tr - kb; /* rows r < lim of the block exist */
+#pragma unroll
+        for (int i = 0; i < kLoads; i++) {
+            const bool ok = i * kRowStep < lim;
+            cp_async16s(sk0 + so + i * (kRowStep * kS * 2), kld + (int64_t)(i * kRowStep) * ldk,
+                        ok);
+            cp_async16s(sv0 + so + i * (kRowStep * kS * 2), vld + (int64_t)(i * kRowStep) * ldv,
+                        ok);
+        }
+        kld += (int64_t)BN * ldk, vld += (int64_t)BN * ldv;
+    };
+#pragma unroll
+    for (int st = 0; st < ST - 1; st++) {
+        load_block(st, kbeg + st * BN);
+        cp_commit();
     }
-    /* the warp's union key range, to skip blocks none of its rows sees */
-    int32_t wlo = min(lo[0] < hi[0] ? lo[0] : INT32_MAX, lo[1] < hi[1] ? lo[1] : INT32_MAX);
-    int32_t whi = max(hi[0], hi[1]);
-    /* ... and the keys every row of the warp sees (empty when a row is past n_tokens): blocks
-     * inside it need no mask */
-    int32_t wlo_in = max(lo[0], lo[1]), whi_in = min(hi[0], hi[1]);
+
+    /* this thread's rows and their key ranges (empty for rows past n_tokens) */
+    int32_t lo[MT][2], hi[MT][2];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            lo[t][i] = 0, hi[t][i] = 0;
+            if (row[t][i] < nt) {
+                lo[t][i] = cu[sq[t][i]], hi[t][i] = cu[sq[t][i] + 1];
+                if (CAUSAL)
+                    hi[t][i] = min(hi[t][i], row[t][i] + 1);
+            }
+        }
+    /* Q fragments (A operand, row-major 16 x HD per tile), zero for rows past n_tokens */
+    uint32_t qa[MT][HD / 16][4];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; kk++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int i = j & 1, col = kk * 16 + 2 * c4 + 8 * (j >> 1);
+                qa[t][kk][j] = row[t][i] < nt
+                                   ? *reinterpret_cast<const uint32_t *>(
+                                         q + (int64_t)row[t][i] * ldq + (int64_t)h * HD + col)
+                                   : 0u;
+            }
+
+    /* the warp's union key range (blocks and 16-key chunks outside it are skipped) and the keys
+     * every row of the warp sees (blocks inside need no mask; empty if a row is past n_tokens) */
+    int32_t wlo = INT32_MAX, whi = 0, wlo_in = INT32_MIN, whi_in = INT32_MAX;
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            if (lo[t][i] < hi[t][i])
+                wlo = min(wlo, lo[t][i]), whi = max(whi, hi[t][i]);
+            wlo_in = max(wlo_in, lo[t][i]), whi_in = min(whi_in, hi[t][i]);
+        }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         wlo = min(wlo, __shfl_xor_sync(0xffffffffu, wlo, o));
@@ -140,152 +223,218 @@ __global__ void __launch_bounds__(kThreads)
         wlo_in = max(wlo_in, __shfl_xor_sync(0xffffffffu, wlo_in, o));
         whi_in = min(whi_in, __shfl_xor_sync(0xffffffffu, whi_in, o));
     }
+    /* the CTA's key range [kbeg, kend): kbeg is row q0's first key, kend the largest hi */
+    if (lane == 0)
+        s_whi[warp] = whi;
+    __syncthreads();
+    int32_t kend = s_whi[0];
+#pragma unroll
+    for (int w = 1; w < W; w++)
+        kend = max(kend, s_whi[w]);
+    const int n_blocks = (kend - kbeg + BN - 1) / BN;
 
-    /* Q fragments (A operand, row-major 16 x HD), zero for invalid rows */
-    uint32_t qa[HD / 16][4];
+    float o_acc[MT][HD / 8][4];
 #pragma unroll
-    for (int kk = 0; kk < HD / 16; kk++)
+    for (int t = 0; t < MT; t++)
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const int i = j & 1, col = kk * 16 + 2 * c4 + 8 * (j >> 1);
-            qa[kk][j] = row[i] < nt ? *reinterpret_cast<const uint32_t *>(
-                                          q + (int64_t)row[i] * ldq + (int64_t)h * HD + col)
-                                    : 0u;
-        }
+        for (int n = 0; n < HD / 8; n++)
+            o_acc[t][n][0] = o_acc[t][n][1] = o_acc[t][n][2] = o_acc[t][n][3] = 0.f;
+    /* running max per row (scaled units); row sums of P accumulate on the tensor cores as
+     * P x ones: l_acc[t][0] is row g's sum, l_acc[t][2] row g + 8's ([1], [3]: copies) */
+    float m_run[MT][2], l_acc[MT][4];
+#pragma unroll
+    for (int t = 0; t < MT; t++) {
+        m_run[t][0] = m_run[t][1] = -INFINITY;
+        l_acc[t][0] = l_acc[t][1] = l_acc[t][2] = l_acc[t][3] = 0.f;
+    }
+    constexpr uint32_t kOnes = 0x3f803f80u; /* two bf16 1.0 */
 
-    float o_acc[HD / 8][4];
+    using Scores = float[MT][BN / 8][4];
+    /* S = Q K^T for the key block in stage st; each K fragment serves the MT row tiles */
+    auto qk = [&](int st, Scores &s) {
 #pragma unroll
-    for (int n = 0; n < HD / 8; n++)
-        o_acc[n][0] = o_acc[n][1] = o_acc[n][2] = o_acc[n][3] = 0.f;
-    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
-
-    const uint16_t *kbase = k + (int64_t)kh * HD, *vbase = v + (int64_t)kh * HD;
-    constexpr int kChunks = kBN * HD / 8; /* 16-byte chunks per K (or V) block */
-    auto load_block = [&](int stage, int32_t kb) {
+        for (int t = 0; t < MT; t++)
 #pragma unroll
-        for (int c = threadIdx.x; c < kChunks; c += kThreads) {
-            const int r = c / (HD / 8), col = (c % (HD / 8)) * 8;
-            const int32_t key = kb + r;
-            const bool ok = key < kend;
-            const int64_t kr = ok ? key : kbeg;
-            cp_async16(&sm.k[stage][r][col], kbase + kr * ldk + col, ok);
-            cp_async16(&sm.v[stage][r][col], vbase + kr * ldv + col, ok);
-        }
-        cp_commit();
-    };
-
-    const int n_blocks = (kend - kbeg + kBN - 1) / kBN;
-    load_block(0, kbeg);
-    for (int j = 0; j < n_blocks; j++) {
-        const int stage = j & 1;
-        const int32_t kb = kbeg + j * kBN;
-        if (j + 1 < n_blocks) {
-            load_block(stage ^ 1, kb + kBN);
-            cp_wait<1>();
-        } else {
-            cp_wait<0>();
-        }
-        __syncthreads();
-        if (kb < whi && kb + kBN > wlo) {
-            float s[kBN / 8][4];
+            for (int n = 0; n < BN / 8; n++)
+                s[t][n][0] = s[t][n][1] = s[t][n][2] = s[t][n][3] = 0.f;
 #pragma unroll
-            for (int n = 0; n < kBN / 8; n++)
-                s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        for (int n2 = 0; n2 < BN / 16; n2++)
 #pragma unroll
-            for (int n2 = 0; n2 < kBN / 16; n2++)
+            for (int kk = 0; kk < HD / 16; kk++) {
+                uint32_t b0, b1, b2, b3;
+                ldsm_x4(b0, b1, b2, b3,
+                        &sk[st][16 * n2 + (lane % 8) + 8 * (lane / 16)]
+                           [kk * 16 + 8 * ((lane / 8) % 2)]);
 #pragma unroll
-                for (int kk = 0; kk < HD / 16; kk++) {
-                    uint32_t b0, b1, b2, b3;
-                    ldsm_x4(b0, b1, b2, b3,
-                            &sm.k[stage][16 * n2 + (lane % 8) + 8 * (lane / 16)]
-                                 [kk * 16 + 8 * ((lane / 8) % 2)]);
-                    mma_bf16(s[2 * n2], qa[kk], b0, b1);
-                    mma_bf16(s[2 * n2 + 1], qa[kk], b2, b3);
+                for (int t = 0; t < MT; t++) {
+                    mma_bf16(s[t][2 * n2], qa[t][kk], b0, b1);
+                    mma_bf16(s[t][2 * n2 + 1], qa[t][kk], b2, b3);
                 }
-            /* block row max of the raw scores; masking only where the block crosses a row's
-             * key range (warp-uniform test: most blocks of long sequences are interior) */
-            float mb[2] = {-INFINITY, -INFINITY};
-            if (kb >= wlo_in && kb + kBN <= whi_in) {
+            }
+    };
+    /* online softmax of the scores s of key block kb, then O += P V from stage st. MASKED: the
+     * block crosses some row's key range, so scores are masked per element. Straight-line code
+     * (no branches inside), so the compiler can interleave the independent chains. */
+    auto soft_pv = [&](auto masked_c, int st, int32_t kb, Scores &s) {
+        constexpr bool MASKED = decltype(masked_c)::value;
+        float muse[MT][2];
 #pragma unroll
-                for (int n = 0; n < kBN / 8; n++)
+        for (int t = 0; t < MT; t++) {
+            if (MASKED) {
+                /* key - lo for n = 0, e = 0: in range iff (unsigned)(rel + 8n + e) < hi - lo */
 #pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        mb[e >> 1] = fmaxf(mb[e >> 1], s[n][e]);
-            } else {
+                for (int i = 0; i < 2; i++) {
+                    const int32_t rel = kb + 2 * c4 - lo[t][i];
+                    const uint32_t len = (uint32_t)(hi[t][i] - lo[t][i]);
 #pragma unroll
-                for (int n = 0; n < kBN / 8; n++)
+                    for (int n = 0; n < BN / 8; n++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int i = e >> 1;
-                        const int32_t key = kb + 8 * n + 2 * c4 + (e & 1);
-                        const bool ok = key >= lo[i] && key < hi[i];
-                        s[n][e] = ok ? s[n][e] : -INFINITY;
-                        mb[i] = fmaxf(mb[i], s[n][e]);
-                    }
+                        for (int e = 0; e < 2; e++)
+                            if ((uint32_t)(rel + 8 * n + e) >= len)
+                                s[t][n][2 * i + e] = -INFINITY;
+                }
+            }
+            /* block row max of the raw scores, as a tree (short dependency chains) */
+            float mx[2][BN / 8];
+#pragma unroll
+            for (int n = 0; n < BN / 8; n++) {
+                mx[0][n] = fmaxf(s[t][n][0], s[t][n][1]);
+                mx[1][n] = fmaxf(s[t][n][2], s[t][n][3]);
+            }
+#pragma unroll
+            for (int w = BN / 16; w >= 1; w /= 2) {
+#pragma unroll
+                for (int n = 0; n < w; n++) {
+                    mx[0][n] = fmaxf(mx[0][n], mx[0][n + w]);
+                    mx[1][n] = fmaxf(mx[1][n], mx[1][n + w]);
+                }
             }
             /* running max in scaled base-2 units (scale > 0, so the max commutes with it) */
-            float alpha[2], muse[2];
 #pragma unroll
             for (int i = 0; i < 2; i++) {
-                mb[i] = fmaxf(mb[i], __shfl_xor_sync(0xffffffffu, mb[i], 1));
-                mb[i] = fmaxf(mb[i], __shfl_xor_sync(0xffffffffu, mb[i], 2));
-                const float mnew = fmaxf(m_run[i], mb[i] * scale_log2);
-                muse[i] = mnew == -INFINITY ? 0.f : mnew;
-                alpha[i] = m_run[i] == -INFINITY ? 0.f : ex2(m_run[i] - muse[i]);
-                m_run[i] = mnew;
-                l_run[i] *= alpha[i];
-            }
+                float m = mx[i][0];
+                m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+                m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+                const float mnew = fmaxf(m_run[t][i], m * scale_log2);
+                muse[t][i] = mnew == -INFINITY ? 0.f : mnew;
+                const float alpha = ex2(m_run[t][i] - muse[t][i]); /* -inf -> 0 */
+                m_run[t][i] = mnew;
+                l_acc[t][2 * i] *= alpha;
 #pragma unroll
-            for (int n = 0; n < HD / 8; n++) {
-                o_acc[n][0] *= alpha[0], o_acc[n][1] *= alpha[0];
-                o_acc[n][2] *= alpha[1], o_acc[n][3] *= alpha[1];
+                for (int n = 0; n < HD / 8; n++)
+                    o_acc[t][n][2 * i] *= alpha, o_acc[t][n][2 * i + 1] *= alpha;
             }
             /* p = 2^(s scale log2(e) - m): one FFMA, one MUFU.EX2 (masked: -inf -> 0) */
 #pragma unroll
-            for (int n = 0; n < kBN / 8; n++)
+            for (int n = 0; n < BN / 8; n++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const float p = ex2(fmaf(s[n][e], scale_log2, -muse[e >> 1]));
-                    s[n][e] = p;
-                    l_run[e >> 1] += p;
-                }
-                /* O += P V */
+                for (int e = 0; e < 4; e++)
+                    s[t][n][e] = ex2(fmaf(s[t][n][e], scale_log2, -muse[t][e >> 1]));
+        }
+        /* O += P V; P re-packed from the S accumulators into A fragments */
 #pragma unroll
-            for (int kk = 0; kk < kBN / 16; kk++) {
-                const uint32_t pa[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]),
-                                        pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-                                        pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                        pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+        for (int kk = 0; kk < BN / 16; kk++) {
+            uint32_t pa[MT][4];
 #pragma unroll
-                for (int dp = 0; dp < HD / 16; dp++) {
-                    uint32_t b0, b1, b2, b3;
-                    ldsm_x4_t(b0, b1, b2, b3,
-                              &sm.v[stage][16 * kk + (lane % 8) + 8 * ((lane / 8) % 2)]
-                                   [16 * dp + 8 * (lane / 16)]);
-                    mma_bf16(o_acc[2 * dp], pa, b0, b1);
-                    mma_bf16(o_acc[2 * dp + 1], pa, b2, b3);
+            for (int t = 0; t < MT; t++) {
+                pa[t][0] = pack_bf16(s[t][2 * kk][0], s[t][2 * kk][1]);
+                pa[t][1] = pack_bf16(s[t][2 * kk][2], s[t][2 * kk][3]);
+                pa[t][2] = pack_bf16(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
+                pa[t][3] = pack_bf16(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int t = 0; t < MT; t++)
+                mma_bf16(l_acc[t], pa[t], kOnes, kOnes); /* row sums of the bf16 P */
+#pragma unroll
+            for (int dp = 0; dp < HD / 16; dp++) {
+                uint32_t b0, b1, b2, b3;
+                ldsm_x4_t(b0, b1, b2, b3,
+                          &sv[st][16 * kk + (lane % 8) + 8 * ((lane / 8) % 2)]
+                             [16 * dp + 8 * (lane / 16)]);
+#pragma unroll
+                for (int t = 0; t < MT; t++) {
+                    mma_bf16(o_acc[t][2 * dp], pa[t], b0, b1);
+                    mma_bf16(o_acc[t][2 * dp + 1], pa[t], b2, b3);
                 }
             }
         }
-        __syncthreads(); /* the stage is refilled by the next iteration's load */
+    };
+
+    /* ST-stage pipeline, one barrier per block: after the barrier of block j every warp is done
+     * with block j - 1, whose stage then takes block j + ST - 1 */
+    int st = 0;
+    for (int j = 0; j < n_blocks; j++) {
+        const int32_t kb = kbeg + j * BN;
+        cp_wait<ST - 2>();
+        __syncthreads();
+        if (j + ST - 1 < n_blocks)
+            load_block(st == 0 ? ST - 1 : st - 1, kb + (ST - 1) * BN);
+        cp_commit(); /* possibly empty: keeps the group count in step */
+        /* the warp skips blocks none of its rows sees */
+        if (kb < whi && kb + BN > wlo) {
+            Scores sc;
+            qk(st, sc);
+            if (kb >= wlo_in && kb + BN <= whi_in)
+                soft_pv(std::false_type{}, st, kb, sc);
+            else
+                soft_pv(std::true_type{}, st, kb, sc);
+        }
+        st = st == ST - 1 ? 0 : st + 1;
     }
+    cp_wait<0>(); /* prefetched blocks past the end must land before the CTA retires */
 
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
-        l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 1);
-        l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], 2);
-    }
+    for (int t = 0; t < MT; t++)
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
-        if (row[i] >= nt || lo[i] >= hi[i])
-            continue;
-        const float inv = 1.0f / l_run[i];
-        uint16_t *orow = out + (int64_t)row[i] * ldo + (int64_t)h * HD + 2 * c4;
+        for (int i = 0; i < 2; i++) {
+            if (row[t][i] >= nt || lo[t][i] >= hi[t][i])
+                continue;
+            const float inv = 1.0f / l_acc[t][2 * i];
+            uint16_t *orow = out + (int64_t)row[t][i] * ldo + (int64_t)h * HD + 2 * c4;
 #pragma unroll
-        for (int n = 0; n < HD / 8; n++)
-            *reinterpret_cast<uint32_t *>(orow + 8 * n) =
-                pack_bf16(o_acc[n][2 * i] * inv, o_acc[n][2 * i + 1] * inv);
+            for (int n = 0; n < HD / 8; n++)
+                *reinterpret_cast<uint32_t *>(orow + 8 * n) =
+                    pack_bf16(o_acc[t][n][2 * i] * inv, o_acc[t][n][2 * i + 1] * inv);
+        }
+}
+
+/* the tile configuration per head dim (see the file header) */
+template <int HD> struct Tile;
+template <> struct Tile<32> { static constexpr int kW = 4, kMT = 1, kBN = 64, kST = 2, kMinB = 4; };
+template <> struct Tile<64> { static constexpr int kW = 4, kMT = 1, kBN = 64, kST = 2, kMinB = 4; };
+
+template <int HD, bool CAUSAL, int W, int MT, int BN, int ST, int MINB>
+int s_launch_tile(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const uint16_t *q,
+                  int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
+                  const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens,
+                  int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
+    auto *kfn = k_attention<HD, CAUSAL, W, MT, BN, ST, MINB>;
+    constexpr size_t smem = SmemT<HD, BN, ST>::kBytes;
+    /* function attributes once per device (a bit per device ordinal; setting them twice from
+     * racing threads is harmless): all of the SM's shared memory as carve-out, so MINB CTAs fit
+     * (the default carve-out fits fewer), and > 48 KiB of dynamic shared memory where needed */
+    static std::atomic<uint64_t> s_ready{0};
+    int dev = 0;
+    KERN_CUDA_TRY(cudaGetDevice(&dev), err);
+    const uint64_t bit = dev < 64 ? (uint64_t)1 << dev : 0;
+    if (!(s_ready.load(std::memory_order_acquire) & bit)) {
+        if (smem > 48 * 1024)
+            KERN_CUDA_TRY(
+                cudaFuncSetAttribute(kfn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                err);
+        KERN_CUDA_TRY(cudaFuncSetAttribute(kfn, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           (int)cudaSharedmemCarveoutMaxShared),
+                      err);
+        s_ready.fetch_or(bit, std::memory_order_release);
     }
+    constexpr int rows = 16 * MT * W;
+    const dim3 grid((unsigned)((max_tokens + rows - 1) / rows), (unsigned)p->n_heads);
+    KERN_CUDA_TRY(kern::launch(kfn, grid, dim3(W * 32), smem, stream, out, ldo, q, ldq, k, ldk, v,
+                               ldv, cu, tok_seq, n_tokens, max_tokens,
+                               (int32_t)(p->n_heads / p->n_kv_heads),
+                               p->scale * 1.4426950408889634f),
+                  err);
+    return 0;
 }
 
 template <int HD, bool CAUSAL>
@@ -293,17 +442,9 @@ int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const
              int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
              const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
              cudaStream_t stream, com_error_t *err) {
-    const size_t smem = sizeof(Smem<HD>);
-    if (smem > 48 * 1024)
-        KERN_CUDA_TRY(cudaFuncSetAttribute(k_attention<HD, CAUSAL>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
-                      err);
-    const dim3 grid((unsigned)((max_tokens + kBM - 1) / kBM), (unsigned)p->n_heads);
-    k_attention<HD, CAUSAL><<<grid, kThreads, smem, stream>>>(
-        out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq, n_tokens, p->n_heads / p->n_kv_heads,
-        p->scale * 1.4426950408889634f);
-    KERN_CUDA_TRY(cudaGetLastError(), err);
-    return 0;
+    using T = Tile<HD>;
+    return s_launch_tile<HD, CAUSAL, T::kW, T::kMT, T::kBN, T::kST, T::kMinB>(
+        p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq, n_tokens, max_tokens, stream, err);
 }
 
 } // namespace

@@ -50,13 +50,14 @@ void kern_attention_ref(const kern_attention_params_t *p, float *out,
 
 #ifdef EMBER_HAVE_CUDA
 /* CUDA (attention.cu): the same op on tensor cores (mma.sync m16n8k16 bf16, fp32 accumulation,
- * online softmax; FlashAttention-2 style). bf16 q/k/v/out. The grid is sized by the bucket:
- * (ceil(max_tokens / 64) packed query tiles, n_heads); a tile is 64 consecutive packed tokens and
- * may span several sequences: it walks the keys of every sequence it touches and masks keys of
- * other sequences, so no per-sequence launch or host-side tiling is needed and one CUDA graph
- * serves any mix of sequences. Rows past *n_tokens are not written. Supported: head_dim 32 and
- * 64 (128 later), GQA (n_kv_heads divides n_heads), causal or not; ld* multiples of 8 and
- * pointers 16-byte aligned (else COM_EINVAL / COM_EUNSUPPORTED). Enqueued on stream. */
+ * online softmax; FlashAttention-2 style). bf16 q/k/v/out. The first call per device also sets the
+ * kernel's function attributes. The grid is sized by the bucket: (ceil(max_tokens / 64) packed
+ * query tiles, n_heads); a tile is 64 consecutive packed tokens and may span several sequences: it
+ * walks the keys of every sequence it touches and masks keys of other sequences, so no per-sequence
+ * launch or host-side tiling is needed and one CUDA graph serves any mix of sequences. Rows past
+ * *n_tokens are not written. Supported: head_dim 32 and 64 (128 later), GQA (n_kv_heads divides
+ * n_heads), causal or not; ld* multiples of 8 and pointers 16-byte aligned (else COM_EINVAL /
+ * COM_EUNSUPPORTED). Enqueued on stream. */
 int kern_attention_cuda(const kern_attention_params_t *p, uint16_t *out,
                         int64_t ldo,                    /* [max_tokens, ...] bf16 */
                         const uint16_t *q, int64_t ldq, /* device bf16 */

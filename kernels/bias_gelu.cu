@@ -1,35 +1,51 @@
 /* kernels/bias_gelu.cu — CUDA bias + exact (erf) GELU in place on bf16 (contract in bias_gelu.h;
  * plain-C reference kern_bias_gelu_ref beside it).
  *
- * Algorithm: element-wise, fp32 math: z = x + b; x = 0.5 z (1 + erff(z / sqrt 2)) rounded once
- * to bf16. Grid sized by n_max rows (the bucket); threads of rows >= *n_rows return at once.
- * Launch configurations: VEC = 8 (one 16-byte load/store per thread; dim % 8 == 0 and aligned)
- * or VEC = 1. Shapes: x [n_max, dim] bf16, b [dim] bf16. Stream: the caller's. Tested by
- * tests/test_kernels_cuda.c; timed by bench_kernels_cuda ("bias_gelu"). */
+ * Algorithm: element-wise, fp32 math: z = x + b; x = kern::gelu_erf(z) (the branch-free erf
+ * form shared with the GEMM epilogue; error bound in kern_cuda_dev.cuh) rounded once to bf16.
+ * 2-D grid, 32-bit index math: a 64 x 4 thread block covers 64 column vectors of VEC elements x
+ * 16 rows; a thread keeps its column's bias in registers and handles rows r, r + 4, r + 8, r + 12
+ * with all four loads issued before the math (64 bytes in flight per thread at VEC = 8);
+ * blockIdx.y strides over 16-row blocks (grid.y capped at 65535). Grid sized by n_max rows (the
+ * bucket); rows >= *n_rows are skipped. Launch configurations: VEC = 8 (16-byte accesses;
+ * dim % 8 == 0 and aligned) or VEC = 1. Shapes: x [n_max, dim] bf16, b [dim] bf16. Stream: the
+ * caller's. Tested by tests/test_kernels_cuda.c; timed by bench_kernels_cuda ("bias_gelu"). */
 #include "kernels/bias_gelu.h"
 #include "kernels/kern_cuda_dev.cuh"
 
 namespace {
 
+constexpr int kCols = 64, kRowThreads = 4, kThreads = kCols * kRowThreads, kUnroll = 4,
+              kRowsPerBlock = kRowThreads * kUnroll;
+
 template <int VEC>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kThreads)
     k_bias_gelu(uint16_t *__restrict__ x, const uint16_t *__restrict__ b, int32_t n_max,
                 const int32_t *__restrict__ n_rows, int32_t dim) {
-    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * VEC;
-    const int64_t rows = n_rows ? (int64_t)min(*n_rows, n_max) : (int64_t)n_max;
-    if (i >= rows * dim)
+    kern::pdl_begin();
+    const int32_t c = ((int32_t)blockIdx.x * kCols + (int32_t)threadIdx.x) * VEC;
+    if (c >= dim) /* VEC = 8 only with dim % 8 == 0: the whole vector is in the row */
         return;
-    const int32_t c = (int32_t)(i % dim);
-    float v[VEC], bb[VEC];
-    kern::load_bf16<VEC>(x + i, v);
+    float bb[VEC];
     if (b)
         kern::load_bf16<VEC>(b + c, bb);
+    const int32_t rows = n_rows ? min(*n_rows, n_max) : n_max;
+    for (int32_t r0 = (int32_t)(blockIdx.y * kRowsPerBlock + threadIdx.y); r0 < rows;
+         r0 += (int32_t)gridDim.y * kRowsPerBlock) {
+        float v[kUnroll][VEC];
 #pragma unroll
-    for (int j = 0; j < VEC; j++) {
-        const float z = b ? v[j] + bb[j] : v[j];
-        v[j] = 0.5f * z * (1.0f + erff(z * 0.70710678118654752f));
+        for (int u = 0; u < kUnroll; u++)
+            if (r0 + u * kRowThreads < rows)
+                kern::load_bf16<VEC>(x + (int64_t)(r0 + u * kRowThreads) * dim + c, v[u]);
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++)
+            if (r0 + u * kRowThreads < rows) {
+#pragma unroll
+                for (int j = 0; j < VEC; j++)
+                    v[u][j] = kern::gelu_erf(b ? v[u][j] + bb[j] : v[u][j]);
+                kern::store_bf16<VEC>(x + (int64_t)(r0 + u * kRowThreads) * dim + c, v[u]);
+            }
     }
-    kern::store_bf16<VEC>(x + i, v);
 }
 
 } // namespace
@@ -45,12 +61,16 @@ extern "C" int kern_bias_gelu_cuda(uint16_t *x, const uint16_t *b, int32_t n_max
         return com_error_set(err, COM_EINVAL, "bias_gelu_cuda: bad arguments (n %d, dim %d)",
                              (int)n_max, (int)dim);
     const bool vec = kern_bias_gelu_cuda_config(dim) && kern::aligned16(x) && kern::aligned16(b);
-    const int64_t threads = (int64_t)n_max * dim / (vec ? 8 : 1);
-    const unsigned blocks = (unsigned)((threads + 255) / 256);
+    const int vw = vec ? 8 : 1;
+    const int32_t row_blocks = (n_max + kRowsPerBlock - 1) / kRowsPerBlock;
+    const dim3 grid((unsigned)((dim / vw + kCols - 1) / kCols),
+                    (unsigned)(row_blocks < 65535 ? row_blocks : 65535)),
+        block(kCols, kRowThreads);
     if (vec)
-        k_bias_gelu<8><<<blocks, 256, 0, stream>>>(x, b, n_max, n_rows, dim);
+        KERN_CUDA_TRY(
+            kern::launch(k_bias_gelu<8>, grid, block, 0, stream, x, b, n_max, n_rows, dim), err);
     else
-        k_bias_gelu<1><<<blocks, 256, 0, stream>>>(x, b, n_max, n_rows, dim);
-    KERN_CUDA_TRY(cudaGetLastError(), err);
+        KERN_CUDA_TRY(
+            kern::launch(k_bias_gelu<1>, grid, block, 0, stream, x, b, n_max, n_rows, dim), err);
     return 0;
 }

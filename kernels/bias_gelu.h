@@ -14,7 +14,7 @@ void kern_bias_gelu_ref(float *x,       /* [n, dim], host, fp32, in place */
                         int32_t n, int32_t dim);
 
 #ifdef EMBER_HAVE_CUDA
-/* CUDA (bias_gelu.cu): x = GELU_erf(x + b) in place on bf16, fp32 math (erff), rows
+/* CUDA (bias_gelu.cu): x = GELU_erf(x + b) in place on bf16, fp32 math (kern::gelu_erf), rows
  * t < *n_rows (all n_max rows when n_rows is NULL); later rows untouched. Launch
  * configurations: 8-wide vector path (dim % 8 == 0) and scalar path. Returns 0, COM_EINVAL or
  * COM_EINTERNAL. Enqueued on stream. */

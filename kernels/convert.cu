@@ -22,6 +22,7 @@ template <> __device__ __forceinline__ __half cvt<__half>(float f) {
 template <typename T>
 __global__ void __launch_bounds__(256)
     k_convert(T *__restrict__ out, const float *__restrict__ in, int64_t n) {
+    kern::pdl_begin();
     const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 4;
     if (i + 4 <= n) {
         float v[4];
@@ -53,9 +54,12 @@ extern "C" int kern_convert_cuda(void *out, const float *in, int64_t n, kern_out
         return 0;
     const unsigned blocks = (unsigned)((n + 4 * 256 - 1) / (4 * 256));
     if (dtype == KERN_OUT_F32)
-        k_convert<float><<<blocks, 256, 0, stream>>>((float *)out, in, n);
+        KERN_CUDA_TRY(
+            kern::launch(k_convert<float>, dim3(blocks), dim3(256), 0, stream, (float *)out, in, n),
+            err);
     else
-        k_convert<__half><<<blocks, 256, 0, stream>>>((__half *)out, in, n);
-    KERN_CUDA_TRY(cudaGetLastError(), err);
+        KERN_CUDA_TRY(kern::launch(k_convert<__half>, dim3(blocks), dim3(256), 0, stream,
+                                   (__half *)out, in, n),
+                      err);
     return 0;
 }

@@ -4,7 +4,7 @@
  *
  * for every token t of sequence s (positions restart at 0 in each sequence). Tokens are packed
  * back to back, no padding; cu_seqlens gives the boundaries. Reference/CPU version; the CUDA
- * version will be kern_embed_layernorm_cuda in embed_layernorm.cu. */
+ * version is kern_embed_layernorm_cuda in embed_layernorm.cu. */
 #ifndef EMBER_KERNELS_EMBED_LAYERNORM_H
 #define EMBER_KERNELS_EMBED_LAYERNORM_H
 
@@ -36,8 +36,11 @@ void kern_embed_layernorm_ref(float *out,                /* [n_tokens, hidden], 
  * type[types[t]]); rows [*n_tokens, max_tokens) are written as zeros (the padding of a bucket
  * stays finite). Written twice: fp32 (the residual stream) and bf16 (the next GEMM's input);
  * either may be NULL. Counts come from device memory so one CUDA graph serves any batch of the
- * bucket. hidden >= 1. Returns 0, COM_EINVAL (bad sizes) or COM_EINTERNAL (launch failed; err
- * says where). Enqueued on stream; returns before the kernel runs. */
+ * bucket. hidden >= 1. Launch configurations (kern_embed_layernorm_cuda_config): register-
+ * resident rows for hidden 384 / 768 / 1024, else the generic 16-byte (hidden % 8 == 0) or
+ * scalar path; a pointer that is not 16-byte aligned forces the scalar path. Returns 0,
+ * COM_EINVAL (bad sizes) or COM_EINTERNAL (launch failed; err says where). Enqueued on stream;
+ * returns before the kernel runs. */
 int kern_embed_layernorm_cuda(float *out_f32,     /* [max_tokens, hidden], device, or NULL */
                               uint16_t *out_bf16, /* [max_tokens, hidden], device bf16, or NULL */
                               const int32_t *token_ids,  /* [max_tokens], device */
@@ -52,6 +55,9 @@ int kern_embed_layernorm_cuda(float *out_f32,     /* [max_tokens, hidden], devic
                               const float *beta,    /* [hidden], device fp32 */
                               int32_t hidden, float eps, struct CUstream_st *stream,
                               com_error_t *err);
+/* The launch configuration picked for hidden, given 16-byte aligned pointers (0 scalar, 1
+ * generic vector, 2 register-resident); for tests. */
+int kern_embed_layernorm_cuda_config(int32_t hidden);
 #endif
 
 #ifdef __cplusplus

@@ -15,6 +15,7 @@
 #ifndef EMBER_KERNELS_KERN_CUDA_H
 #define EMBER_KERNELS_KERN_CUDA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,12 @@ static inline void kern_check_fatal(const char *stmt, const char *name, const ch
     fprintf(stderr, "FATAL: %s: %s: %s (%s %s:%d)\n", stmt, name, what, func, file, line);
     exit(1);
 }
+
+/* Programmatic dependent launch for the kernels of kernels/ (kern::launch): on by default;
+ * kern_pdl_set(false) makes every later launch an ordinary one (for A/B timing and as a way out
+ * should a driver mishandle it). Process-wide; set it before launching or capturing. */
+void kern_pdl_set(bool on);
+bool kern_pdl_enabled(void);
 
 #define KERN_CUDA_TRY(stmt, err)                                                                   \
     do {                                                                                           \

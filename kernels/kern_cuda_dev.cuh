@@ -8,6 +8,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <utility>
+
 #include "kernels/kern_cuda.h"
 
 namespace kern {
@@ -33,6 +35,28 @@ __device__ __forceinline__ float bf2f(uint16_t h) {
 __device__ __forceinline__ uint16_t f2bf(float f) {
     __nv_bfloat16 b = __float2bfloat16_rn(f);
     return *reinterpret_cast<uint16_t *>(&b);
+}
+
+/* GELU, exact form: 0.5 z (1 + erf(z / sqrt 2)), fp32. Shared by the bias + GELU kernel and
+ * the GEMM epilogues that fuse it, so both round the same value. Branch-free, no erff (whose
+ * selects and branch cost ~25 instructions): with c = 0.5 erfc(|z| / sqrt 2) = Phi(-|z|),
+ * GELU(z) = z (1 - c) for z > 0 and z c otherwise (no cancellation for z < 0), and erfc by
+ * Abramowitz & Stegun 7.1.26 (erfc(x) = t P(t) exp(-x^2), t = 1 / (1 + p x), |error| <= 1.5e-7)
+ * with 0.5 and 1/sqrt 2 folded into the constants; rcp and ex2 are the MUFU approximations
+ * (relative error <= 2^-23 and 2^-22). Bound, from an fp32 emulation over z in [-12, 12] with
+ * those MUFU errors at either extreme: |GELU_f32(z) - GELU(z)| <= 2.5e-7 max(1, |z|) (the output
+ * is rounded to bf16, 4e-3 relative). z = +-inf gives NaN (inf * 0), as erff did for -inf. */
+__device__ __forceinline__ float gelu_erf(float z) {
+    float t, e;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(fmaf(0.231641889f, fabsf(z), 1.0f)));
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(z * -0.721347520f * z));
+    float q = 0.5307027145f; /* A&S coefficients a5..a1, halved */
+    q = fmaf(q, t, -0.7265760135f);
+    q = fmaf(q, t, 0.7107068705f);
+    q = fmaf(q, t, -0.1422483680f);
+    q = fmaf(q, t, 0.1274147960f);
+    const float c = q * t * e;
+    return z > 0.f ? fmaf(-z, c, z) : z * c;
 }
 
 /* VEC consecutive bf16 from p (16-byte aligned when VEC == 8) into f[]. */
@@ -122,6 +146,95 @@ __device__ __forceinline__ void layernorm_row_store(const float *row, float sum,
         if (out_bf16)
             store_bf16<VEC>(out_bf16 + o + i, y);
     }
+}
+
+/* Register-resident variant for the hidden sizes with a fixed shape, H = G * N * 8: a group of G
+ * lanes (G = 16 or 32, aligned within the warp) holds one row, lane lg owning the 8-element
+ * vectors lg + G k (k < N; coalesced) in v[k] (zeros when the row is not live), with gamma/beta
+ * already loaded the same way. Two-pass mean / biased variance (group xor-shuffle reductions,
+ * every lane of the warp must call this, live or not), then y = (v - mean) * rstd * g + be
+ * stored at row offset o to out_f32 and/or out_bf16 when live. */
+template <int G, int N>
+__device__ __forceinline__ void
+layernorm_regs_store(const float (&v)[N][8], const float (&g)[N][8], const float (&be)[N][8],
+                     float eps, bool live, int lg, int64_t o, float *out_f32, uint16_t *out_bf16) {
+    static_assert(G == 16 || G == 32, "lane group of 16 or 32");
+    constexpr int32_t H = G * N * 8;
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < N; k++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            s += v[k][j];
+#pragma unroll
+    for (int m = G / 2; m > 0; m >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, m);
+    const float mean = s / (float)H;
+    float sq = 0.f;
+#pragma unroll
+    for (int k = 0; k < N; k++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const float d = v[k][j] - mean;
+            sq += d * d;
+        }
+#pragma unroll
+    for (int m = G / 2; m > 0; m >>= 1)
+        sq += __shfl_xor_sync(0xffffffffu, sq, m);
+    const float rstd = rsqrtf(sq / (float)H + eps);
+    if (!live)
+        return;
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        float y[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            y[j] = (v[k][j] - mean) * rstd * g[k][j] + be[k][j];
+        const int64_t i = o + (int64_t)(lg + G * k) * 8;
+        if (out_f32)
+            store_f32<8>(out_f32 + i, y);
+        if (out_bf16)
+            store_bf16<8>(out_bf16 + i, y);
+    }
+}
+
+/* Programmatic dependent launch (sm_90). Every kernel launched by kern::launch starts with
+ * pdl_wait() before it reads anything (n_rows included): the wait returns once the previous
+ * grid on the stream has finished and its writes are visible, and because every grid waits,
+ * "finished" is transitive (a kernel may read what any earlier one wrote). pdl_trigger() then
+ * lets the next grid be launched while this one runs, so its launch latency hides behind this
+ * grid's work; its blocks sit in their own pdl_wait() until this grid is done. Both are no-ops
+ * when the grid was launched without the attribute. */
+__device__ __forceinline__ void pdl_wait() {
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+__device__ __forceinline__ void pdl_trigger() {
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+/* The first statement of every kernel of ours. */
+__device__ __forceinline__ void pdl_begin() {
+    pdl_wait();
+    pdl_trigger();
+}
+
+/* Launches kernel<<<grid, block, smem, stream>>>(args...) with the programmatic-serialisation
+ * attribute when kern_pdl_enabled() (so it may start while the previous kernel on the stream is
+ * still running; see pdl_wait). Inside stream capture the attribute becomes a programmatic edge
+ * of the graph. Returns the launch's cudaError_t. */
+template <typename... KArgs, typename... Args>
+static inline cudaError_t launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                 cudaStream_t stream, Args &&...args) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = kern_pdl_enabled() ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 /* 16-byte aligned? */

@@ -1,34 +1,72 @@
-/* kernels/linear.cu — dense layers on the GPU through cuBLASLt (contract in linear.h; plain-C
- * reference kern_linear_ref beside it).
+/* kernels/linear.cu — dense layers on the GPU: a plan per (shape, epilogue) holding either a
+ * cuBLASLt algorithm or one of our own tensor-core GEMM configurations (gemm_mma.cu); contract
+ * in linear.h, plain-C reference kern_linear_ref beside it.
  *
- * Row-major y[n, out] = x[n, in] W[out, in]^T is, in cuBLASLt's column-major terms,
+ * cuBLASLt: row-major y[n, out] = x[n, in] W[out, in]^T is, in cuBLASLt's column-major terms,
  * Y(out x n) = op_T(W: in x out, ld in) * X(in x n, ld in): the "TN" GEMM, the layout cuBLASLt's
  * fastest kernels expect. bf16 A/B/C/D, CUBLAS_COMPUTE_32F (fp32 accumulation), scale type fp32;
  * the bias (bf16, length out = the rows of Y) is added by CUBLASLT_EPILOGUE_BIAS in fp32 before
- * the single rounding to bf16, which is exact with respect to the reference's order up to that
- * rounding. (cuBLASLt's GELU epilogues use the tanh approximation, not BERT's erf GELU, so GELU
- * stays a separate kernel: bias_gelu.cu.)
- * The heuristic runs once, in kern_linear_plan_new (start-up); kern_linear_cuda only calls
- * cublasLtMatmul with the cached algorithm and the caller's preallocated workspace, so it is
- * capture-safe and allocation-free. Stream: the caller's. Tested by tests/test_kernels_cuda.c
- * (several heuristic ranks per shape); timed by bench_kernels_cuda ("linear"). */
+ * the single rounding to bf16. cuBLASLt's GELU epilogues use the tanh approximation, not BERT's
+ * erf GELU, so a cuBLASLt BIAS_GELU plan runs the BIAS GEMM and then kern_bias_gelu_cuda in
+ * place (two roundings); our kernels fuse bias + erf GELU and round once. In-place split-K
+ * (counters, order-dependent sums) is masked out, so every candidate is deterministic.
+ * The heuristic runs once, in kern_linear_plan_new (start-up), which also sets up our kernels'
+ * shared-memory limits; kern_linear_cuda only launches with the cached choice and the caller's
+ * preallocated workspace, so it is capture-safe and allocation-free. kern_linear_plan_tune times
+ * each candidate as the whole op, queued behind a short spin kernel so that host launch overhead
+ * (which a CUDA graph does not pay) does not decide. Stream: the caller's. Tested by
+ * tests/test_kernels_cuda.c (heuristic ranks 0-3, each of our configurations, tuned; every
+ * epilogue); timed by bench_kernels_cuda ("linear ..." rows). */
 #include <stdlib.h>
 
+#include "kernels/bias_gelu.h"
+#include "kernels/gemm_mma.h"
 #include "kernels/kern_cuda_dev.cuh"
 #include "kernels/linear.h"
 
 struct kern_linear_plan {
     int32_t n, in, out;
-    bool bias;
+    kern_linear_epilogue_t epi;
+    int32_t rank;           /* the choice: >= 0 cuBLASLt cand[rank], < 0 KERN_LINEAR_OWN(c) */
     size_t workspace_bytes; /* what the chosen algorithm needs */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c; /* W^T, X, Y (C and D share a layout) */
-    cublasLtMatmulAlgo_t algo;
     /* the heuristic's usable candidates, best first, for kern_linear_plan_tune */
     int32_t n_cand;
     cublasLtMatmulAlgo_t cand[8];
     size_t cand_ws[8];
+    char desc[64]; /* kern_linear_plan_describe */
 };
+
+static bool s_has_bias(kern_linear_epilogue_t e) {
+    return e == KERN_LINEAR_BIAS || e == KERN_LINEAR_BIAS_GELU;
+}
+
+extern "C" int32_t kern_linear_own_count(void) {
+    return kern_gemm_mma_count();
+}
+
+static void s_describe(kern_linear_plan_t *p) {
+    if (p->rank < 0) {
+        snprintf(p->desc, sizeof p->desc, "%s", kern_gemm_mma_name(-1 - p->rank));
+        return;
+    }
+    int32_t id = -1;
+    uint32_t tile = 0, splitk = 0;
+    size_t got = 0;
+    const cublasLtMatmulAlgo_t *a = &p->cand[p->rank];
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &got);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &got);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk,
+                                         &got);
+    snprintf(p->desc, sizeof p->desc, "cublasLt #%d algo %d tile %u splitK %u%s", (int)p->rank,
+             (int)id, (unsigned)tile, (unsigned)splitk,
+             p->epi == KERN_LINEAR_BIAS_GELU ? " +gelu" : "");
+}
+
+extern "C" const char *kern_linear_plan_describe(const kern_linear_plan_t *p) {
+    return p ? p->desc : "(none)";
+}
 
 extern "C" void kern_linear_plan_destroy(kern_linear_plan_t **self_p) {
     if (!self_p || !*self_p)
@@ -54,11 +92,13 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
         cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &tA, sizeof tA), err);
     KERN_CUBLAS_TRY(
         cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tB, sizeof tB), err);
-    const cublasLtEpilogue_t epi = p->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    const bool bias = s_has_bias(p->epi);
+    /* BIAS_GELU: cuBLASLt adds the bias; kern_bias_gelu_cuda applies the erf GELU after it */
+    const cublasLtEpilogue_t epi = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     KERN_CUBLAS_TRY(
         cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
         err);
-    if (p->bias) {
+    if (bias) {
         const cudaDataType_t bt = CUDA_R_16BF;
         KERN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                        &bt, sizeof bt),
@@ -84,7 +124,10 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
         st = cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->a, p->b, p->c, p->c, pref, kMaxAlgos, res,
                                             &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    KERN_CUBLAS_TRY(st, err);
+    if (st != CUBLAS_STATUS_SUCCESS && rank < 0)
+        found = 0; /* our own configuration does not need cuBLASLt's offer */
+    else
+        KERN_CUBLAS_TRY(st, err);
     int usable = 0;
     for (int i = 0; i < found; i++) {
         if (res[i].state != CUBLAS_STATUS_SUCCESS)
@@ -94,34 +137,71 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
         usable++;
     }
     p->n_cand = usable;
+    /* our configurations for this shape get their shared-memory limits now, so that neither
+     * kern_linear_cuda nor a later tune sets attributes */
+    for (int32_t c = 0; c < kern_gemm_mma_count(); c++)
+        if (kern_gemm_mma_valid(c, p->n, p->in, p->out)) {
+            const int rc = kern_gemm_mma_prepare(c, err);
+            if (rc != 0)
+                return rc;
+        }
+    if (rank < 0) {
+        const int32_t c = -1 - rank;
+        if (c < kern_gemm_mma_count() && kern_gemm_mma_valid(c, p->n, p->in, p->out)) {
+            p->rank = rank;
+            p->workspace_bytes = 0;
+            return 0;
+        }
+        return com_error_set(err, COM_EUNSUPPORTED,
+                             "linear plan %dx%dx%d: own configuration %d cannot run this shape",
+                             (int)p->n, (int)p->in, (int)p->out, (int)c);
+    }
     if (rank < usable) {
-        p->algo = p->cand[rank];
+        p->rank = rank;
         p->workspace_bytes = p->cand_ws[rank];
         return 0;
     }
     return com_error_set(err, COM_EUNSUPPORTED,
-                         "linear plan %dx%dx%d%s: heuristic offers %d algorithm(s), rank %d asked",
-                         (int)p->n, (int)p->in, (int)p->out, p->bias ? " +bias" : "", usable,
-                         (int)rank);
+                         "linear plan %dx%dx%d epilogue %d: heuristic offers %d algorithm(s), rank "
+                         "%d asked",
+                         (int)p->n, (int)p->in, (int)p->out, (int)p->epi, usable, (int)rank);
 }
 
 extern "C" int kern_linear_plan_new(cublasLtHandle_t lt, int32_t n, int32_t in, int32_t out,
-                                    bool bias, size_t workspace_bytes, int32_t rank,
-                                    kern_linear_plan_t **out_plan, com_error_t *err) {
+                                    kern_linear_epilogue_t epi, size_t workspace_bytes,
+                                    int32_t rank, kern_linear_plan_t **out_plan, com_error_t *err) {
     *out_plan = NULL;
-    if (!lt || n < 1 || in < 1 || out < 1 || rank < 0)
-        return com_error_set(err, COM_EINVAL, "linear plan: n %d, in %d, out %d, rank %d", (int)n,
-                             (int)in, (int)out, (int)rank);
+    if (!lt || n < 1 || in < 1 || out < 1 || rank < KERN_LINEAR_OWN(kern_gemm_mma_count() - 1) ||
+        (epi != KERN_LINEAR_NONE && epi != KERN_LINEAR_BIAS && epi != KERN_LINEAR_BIAS_GELU))
+        return com_error_set(err, COM_EINVAL, "linear plan: n %d, in %d, out %d, epi %d, rank %d",
+                             (int)n, (int)in, (int)out, (int)epi, (int)rank);
     kern_linear_plan_t *p = (kern_linear_plan_t *)calloc(1, sizeof *p);
     if (!p)
         return com_error_set(err, COM_ENOMEM, "linear plan: out of memory");
-    p->n = n, p->in = in, p->out = out, p->bias = bias;
+    p->n = n, p->in = in, p->out = out, p->epi = epi;
     int rc = s_plan_init(p, lt, workspace_bytes, rank, err);
     if (rc != 0) {
         kern_linear_plan_destroy(&p);
         return rc;
     }
+    s_describe(p);
     *out_plan = p;
+    return 0;
+}
+
+/* The whole op of candidate rank (see kern_linear_plan::rank) on stream. */
+static int s_run(cublasLtHandle_t lt, const kern_linear_plan_t *p, int32_t rank, uint16_t *y,
+                 const uint16_t *x, const uint16_t *w, const uint16_t *b, void *workspace,
+                 cudaStream_t stream, com_error_t *err) {
+    if (rank < 0)
+        return kern_gemm_mma_cuda(-1 - rank, (int)p->epi, y, x, w, b, p->n, p->in, p->out, stream,
+                                  err);
+    const float alpha = 1.0f, beta = 0.0f;
+    KERN_CUBLAS_TRY(cublasLtMatmul(lt, p->op, &alpha, w, p->a, x, p->b, &beta, y, p->c, y, p->c,
+                                   &p->cand[rank], workspace, p->cand_ws[rank], stream),
+                    err);
+    if (p->epi == KERN_LINEAR_BIAS_GELU)
+        return kern_bias_gelu_cuda(y, NULL, p->n, NULL, p->out, stream, err);
     return 0;
 }
 
@@ -129,55 +209,65 @@ extern "C" int kern_linear_cuda(cublasLtHandle_t lt, const kern_linear_plan_t *p
                                 const uint16_t *x, const uint16_t *w, const uint16_t *b,
                                 void *workspace, size_t workspace_bytes, cudaStream_t stream,
                                 com_error_t *err) {
-    if (!p || !y || !x || !w || (p->bias && !b) || workspace_bytes < p->workspace_bytes ||
-        (p->workspace_bytes && !workspace))
+    if (!p || !y || !x || !w || (s_has_bias(p->epi) && !b) ||
+        workspace_bytes < p->workspace_bytes || (p->workspace_bytes && !workspace))
         return com_error_set(err, COM_EINVAL, "linear_cuda: bad arguments (workspace %zu < %zu?)",
                              workspace_bytes, p ? p->workspace_bytes : 0);
-    if (p->bias)
+    if (p->rank >= 0 && s_has_bias(p->epi))
         KERN_CUBLAS_TRY(
             cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b),
             err);
-    const float alpha = 1.0f, beta = 0.0f;
-    KERN_CUBLAS_TRY(cublasLtMatmul(lt, p->op, &alpha, w, p->a, x, p->b, &beta, y, p->c, y, p->c,
-                                   &p->algo, workspace, p->workspace_bytes, stream),
-                    err);
-    return 0;
+    return s_run(lt, p, p->rank, y, x, w, b, workspace, stream, err);
 }
 
-/* Mean time (ms) of reps runs of candidate c, the best of trials, timed by events on stream. */
-static int s_time_cand(cublasLtHandle_t lt, kern_linear_plan_t *p, int32_t c, uint16_t *y,
-                       const uint16_t *x, const uint16_t *w, void *workspace, cudaStream_t stream,
-                       cudaEvent_t e0, cudaEvent_t e1, float *best_ms, com_error_t *err) {
-    enum { kWarm = 2, kReps = 5, kTrials = 2 };
-    const float alpha = 1.0f, beta = 0.0f;
+/* Holds the stream for ns nanoseconds, so that the timed launches queued behind it run back to
+ * back on the GPU instead of at the host's launch rate. */
+static __global__ void k_linear_spin(uint64_t ns) {
+    kern::pdl_begin();
+    uint64_t t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        __nanosleep(1000);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+}
+
+/* Mean time (ms) of reps runs of candidate rank, the best of trials, timed by events on stream. */
+static int s_time_cand(cublasLtHandle_t lt, kern_linear_plan_t *p, int32_t rank, uint16_t *y,
+                       const uint16_t *x, const uint16_t *w, const uint16_t *b, void *workspace,
+                       cudaStream_t stream, cudaEvent_t e0, cudaEvent_t e1, float *best_ms,
+                       com_error_t *err) {
+    enum { kWarm = 2, kReps = 16, kTrials = 3 };
+    const uint64_t spin_ns = 200 * 1000; /* > the host's time to queue kReps ops */
+    int rc = 0;
     *best_ms = 1e30f;
-    for (int t = 0; t < kTrials; t++) {
-        for (int r = 0; r < (t == 0 ? kWarm : 0) + kReps; r++) {
-            if (r == (t == 0 ? kWarm : 0))
-                KERN_CUDA_TRY(cudaEventRecord(e0, stream), err);
-            KERN_CUBLAS_TRY(cublasLtMatmul(lt, p->op, &alpha, w, p->a, x, p->b, &beta, y, p->c, y,
-                                           p->c, &p->cand[c], workspace, p->cand_ws[c], stream),
-                            err);
-        }
+    for (int r = 0; r < kWarm && rc == 0; r++)
+        rc = s_run(lt, p, rank, y, x, w, b, workspace, stream, err);
+    for (int t = 0; t < kTrials && rc == 0; t++) {
+        KERN_CUDA_TRY(kern::launch(k_linear_spin, dim3(1), dim3(1), 0, stream, spin_ns), err);
+        KERN_CUDA_TRY(cudaEventRecord(e0, stream), err);
+        for (int r = 0; r < kReps && rc == 0; r++)
+            rc = s_run(lt, p, rank, y, x, w, b, workspace, stream, err);
         KERN_CUDA_TRY(cudaEventRecord(e1, stream), err);
         KERN_CUDA_TRY(cudaEventSynchronize(e1), err);
         float ms = 0.f;
         KERN_CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1), err);
         *best_ms = fminf(*best_ms, ms / kReps);
     }
-    return 0;
+    return rc;
 }
 
 extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p, uint16_t *y,
                                      const uint16_t *x, const uint16_t *w, const uint16_t *b,
                                      void *workspace, size_t workspace_bytes, cudaStream_t stream,
                                      int32_t *chosen, com_error_t *err) {
-    if (!lt || !p || !y || !x || !w || (p->bias && !b) || !workspace)
+    if (!lt || !p || !y || !x || !w || (s_has_bias(p->epi) && !b) || !workspace)
         return com_error_set(err, COM_EINVAL, "linear tune: bad arguments");
-    if (p->bias)
+    if (s_has_bias(p->epi))
         KERN_CUBLAS_TRY(
             cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b),
             err);
+    const bool aligned = kern::aligned16(y) && kern::aligned16(x) && kern::aligned16(w);
     cudaEvent_t e0 = NULL, e1 = NULL;
     KERN_CUDA_TRY(cudaEventCreate(&e0), err);
     cudaError_t ce = cudaEventCreate(&e1);
@@ -185,25 +275,32 @@ extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p,
         cudaEventDestroy(e0);
         KERN_CUDA_TRY(ce, err);
     }
-    int rc = 0, best = -1;
+    int rc = 0;
+    int32_t best = p->rank;
+    bool have = false;
     float best_ms = 1e30f;
-    for (int32_t c = 0; c < p->n_cand && rc == 0; c++) {
-        if (p->cand_ws[c] > workspace_bytes)
+    /* cuBLASLt's candidates in the heuristic's order, then ours */
+    const int32_t n_own = kern_gemm_mma_count();
+    for (int32_t i = 0; i < p->n_cand + n_own && rc == 0; i++) {
+        const int32_t rank = i < p->n_cand ? i : KERN_LINEAR_OWN(i - p->n_cand);
+        if (rank >= 0 && p->cand_ws[rank] > workspace_bytes)
+            continue;
+        if (rank < 0 && (!aligned || !kern_gemm_mma_valid(-1 - rank, p->n, p->in, p->out) ||
+                         !kern_gemm_mma_worth(-1 - rank, p->n)))
             continue;
         float ms = 0.f;
-        rc = s_time_cand(lt, p, c, y, x, w, workspace, stream, e0, e1, &ms, err);
+        rc = s_time_cand(lt, p, rank, y, x, w, b, workspace, stream, e0, e1, &ms, err);
         /* a challenger must win by 3%: timing noise should not undo the heuristic */
-        if (rc == 0 && (best < 0 || ms < best_ms * 0.97f))
-            best = c, best_ms = ms;
+        if (rc == 0 && (!have || ms < best_ms * 0.97f))
+            best = rank, best_ms = ms, have = true;
     }
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     if (rc != 0)
         return rc;
-    if (best >= 0) {
-        p->algo = p->cand[best];
-        p->workspace_bytes = p->cand_ws[best];
-    }
+    p->rank = best;
+    p->workspace_bytes = best >= 0 ? p->cand_ws[best] : 0;
+    s_describe(p);
     if (chosen)
         *chosen = best;
     return 0;

@@ -49,6 +49,7 @@ __global__ void __launch_bounds__(kThreads)
     using VT = typename Vec<V>::T;
     extern __shared__ float part[]; /* [R][H] partial sums, one row per row lane */
     __shared__ float red[kThreads / 32];
+    kern::pdl_begin();
     const int32_t n_seqs = *n_seqs_p, D = *out_dim_p;
     const bool norm = *normalize_p != 0;
     if (D < 1 || D > H)
@@ -131,9 +132,9 @@ int s_launch(float *out, const float *h, const int32_t *cu, const int32_t *n_seq
     /* grid-stride over sequences: a few waves of blocks at most (idle 1024-thread blocks are
      * not free) */
     const unsigned blocks = (unsigned)(max_seqs < 512 ? max_seqs : 512);
-    k_pool<V><<<blocks, kThreads, smem, stream>>>(out, h, cu, n_seqs, out_dim, normalize, hidden,
-                                                  (int)mode);
-    KERN_CUDA_TRY(cudaGetLastError(), err);
+    KERN_CUDA_TRY(kern::launch(k_pool<V>, dim3(blocks), dim3(kThreads), smem, stream, out, h, cu,
+                               n_seqs, out_dim, normalize, hidden, (int)mode),
+                  err);
     return 0;
 }
 

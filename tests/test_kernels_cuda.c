@@ -3,7 +3,8 @@
  * seeded random inputs, over awkward shapes (1 token, odd sizes, sequences of length 1, lengths
  * that are not a multiple of the 64-row tile, the largest bucket) and every launch configuration
  * the launchers can pick (vector / scalar element-wise paths; attention head_dim 32 / 64 x causal x
- * GQA; several cuBLASLt heuristic ranks; rows past the device-side count left untouched). Inputs
+ * GQA; several cuBLASLt heuristic ranks and each of our GEMM configurations x epilogue; rows
+ * past the device-side count left untouched). Inputs
  * are rounded to bf16 for both sides, so the comparison measures the kernel, not the input
  * rounding; bf16 outputs get relative tolerances of about 1e-2, fp32 outputs 1e-4 or tighter.
  * Outputs are poisoned (NaN) before every run. Without a CUDA device: prints "SKIPPED: no CUDA
@@ -120,9 +121,9 @@ static int32_t s_round64(int32_t n) {
 /* ---- embedding + LayerNorm ---- */
 static void test_embed(void) {
     static const int32_t cases[][7] = {{1, 1}, {4, 3, 1, 5, 3}, {5, 17, 1, 40, 2, 64}, {1, 200}};
-    static const int32_t hiddens[] = {7, 33, 384, 768};
+    static const int32_t hiddens[] = {7, 33, 136, 384, 768, 1024};
     const int32_t V = 50, P = 256, TV = 2;
-    int n_cfg[2] = {0, 0};
+    int n_cfg[3] = {0, 0, 0};
     for (size_t hc = 0; hc < sizeof hiddens / sizeof *hiddens; hc++) {
         const int32_t H = hiddens[hc];
         float *word = s_rand_bf((size_t)V * H, -1, 1), *pos = s_rand_bf((size_t)P * H, -1, 1);
@@ -152,7 +153,7 @@ static void test_embed(void) {
             int rc = kern_embed_layernorm_cuda(o32, o16, d_ids, d_types, d_ts, d_cu, d_n, T, dw, dp,
                                                dt, dg, db, H, 1e-12f, g_st, &err);
             CHECK_MSG(rc == 0, "embed_layernorm_cuda: %s", err.msg);
-            n_cfg[H % 8 == 0]++;
+            n_cfg[kern_embed_layernorm_cuda_config(H)]++;
             char what[96];
             float *got = s_down_f32(o32, (size_t)T * H);
             snprintf(what, sizeof what, "embed_ln fp32 H=%d case %zu", (int)H, c);
@@ -169,15 +170,24 @@ static void test_embed(void) {
         cudaFree(dw), cudaFree(dp), cudaFree(dt), cudaFree(dg), cudaFree(db);
         free(word), free(pos), free(type), free(g), free(b);
     }
-    CHECK(n_cfg[0] > 0 && n_cfg[1] > 0);
-    printf("embed_layernorm: scalar and vector paths checked\n");
+    CHECK(n_cfg[0] > 0 && n_cfg[1] > 0 && n_cfg[2] > 0);
+    printf("embed_layernorm: scalar, vector and register-resident paths checked\n");
 }
 
-/* ---- linear (cuBLASLt) ---- */
+/* ---- linear (cuBLASLt ranks, our own GEMM configurations, tuned; every epilogue) ---- */
 static void test_linear(void) {
+    /* n, in, out: 1 row; n not a multiple of any tile; in not a multiple of BK = 32 (40, 72,
+     * 264); out not a multiple of a column tile (24, 40, 136); in or out not a multiple of 8
+     * (cuBLASLt only); long K (the split-K configurations: K 1032 = 16 tiles of 64 + 8) */
     static const int32_t shapes[][3] = {{1, 8, 8},        {3, 40, 24},      {64, 384, 1152},
                                         {129, 384, 1536}, {200, 1536, 384}, {1, 768, 2304},
-                                        {7, 33, 17}};
+                                        {7, 33, 17},      {37, 72, 40},     {300, 264, 136},
+                                        {1, 3072, 768},   {65, 1032, 96}};
+    static const char *epi_name[3] = {"none", "bias", "bias+gelu"};
+    enum { kMaxOwn = 32 };
+    const int32_t n_own = kern_linear_own_count();
+    CHECK(n_own > 0 && n_own <= kMaxOwn);
+    int own_seen[kMaxOwn][3] = {{0}};
     cublasLtHandle_t lt = NULL;
     KERN_CUBLAS_FATAL(cublasLtCreate(&lt));
     const size_t ws_bytes = (size_t)32 << 20;
@@ -189,39 +199,59 @@ static void test_linear(void) {
         float *bias = s_rand_bf(out, -1, 1);
         uint16_t *dx = s_up_bf(x, (size_t)n * in), *dw = s_up_bf(w, (size_t)out * in);
         uint16_t *dbias = s_up_bf(bias, out), *dy = s_dev((size_t)n * out * 2);
-        for (int hb = 0; hb < 2; hb++) {
+        for (int ep = KERN_LINEAR_NONE; ep <= KERN_LINEAR_BIAS_GELU; ep++) {
+            const kern_linear_epilogue_t epi = (kern_linear_epilogue_t)ep;
+            const bool hb = epi != KERN_LINEAR_NONE;
             float *ref = malloc((size_t)n * out * sizeof *ref);
             kern_linear_ref(ref, x, w, hb ? bias : NULL, n, in, out);
+            if (epi == KERN_LINEAR_BIAS_GELU)
+                kern_bias_gelu_ref(ref, NULL, n, out);
             const double atol = 1e-2 * s_rms(ref, (size_t)n * out);
-            /* ranks 0-3 of the heuristic, then (rank -1) the plan kern_linear_plan_tune picks */
-            for (int32_t rank = 0; rank < 5; rank++) {
-                const bool tuned = rank == 4;
+            /* heuristic ranks 0-3, each of our configurations, then the plan that
+             * kern_linear_plan_tune picks */
+            for (int32_t i = 0; i < 4 + n_own + 1; i++) {
+                const bool tuned = i == 4 + n_own, own = i >= 4 && !tuned;
+                const int32_t rank = tuned ? 0 : own ? KERN_LINEAR_OWN(i - 4) : i;
                 kern_linear_plan_t *p = NULL;
                 com_error_t err = {0};
-                int rc =
-                    kern_linear_plan_new(lt, n, in, out, hb, ws_bytes, tuned ? 0 : rank, &p, &err);
-                if (rc == COM_EUNSUPPORTED && rank > 0 && !tuned)
-                    continue; /* fewer algorithms offered for this shape */
-                CHECK_MSG(rc == 0, "linear plan %dx%dx%d: %s", (int)n, (int)in, (int)out, err.msg);
+                int rc = kern_linear_plan_new(lt, n, in, out, epi, ws_bytes, rank, &p, &err);
+                if (rc == COM_EUNSUPPORTED && i > 0 && !tuned)
+                    continue; /* fewer algorithms offered, or not a shape ours can run */
+                CHECK_MSG(rc == 0, "linear plan %dx%dx%d rank %d: %s", (int)n, (int)in, (int)out,
+                          (int)rank, err.msg);
                 if (rc != 0)
                     break;
+                if (own)
+                    own_seen[i - 4][ep]++;
                 if (tuned) {
-                    int32_t chosen = -1;
+                    int32_t chosen = -1000;
                     rc = kern_linear_plan_tune(lt, p, dy, dx, dw, hb ? dbias : NULL, ws, ws_bytes,
                                                g_st, &chosen, &err);
-                    CHECK_MSG(rc == 0 && chosen >= 0, "linear tune %dx%dx%d: %s", (int)n, (int)in,
-                              (int)out, err.msg);
+                    CHECK_MSG(rc == 0 && chosen > -1000 && chosen < 8, "linear tune %dx%dx%d: %s",
+                              (int)n, (int)in, (int)out, err.msg);
+                    if (n >= 64)
+                        printf("linear %dx%dx%d %s tuned: %s\n", (int)n, (int)in, (int)out,
+                               epi_name[ep], kern_linear_plan_describe(p));
                 }
+                char what[128];
+                snprintf(what, sizeof what, "linear %dx%dx%d %s %s %d (%s)", (int)n, (int)in,
+                         (int)out, epi_name[ep], tuned ? "tuned" : "rank", (int)rank,
+                         kern_linear_plan_describe(p));
                 s_poison(dy, (size_t)n * out * 2);
                 rc = kern_linear_cuda(lt, p, dy, dx, dw, hb ? dbias : NULL, ws, ws_bytes, g_st,
                                       &err);
-                CHECK_MSG(rc == 0, "linear_cuda: %s", err.msg);
+                CHECK_MSG(rc == 0, "linear_cuda %s: %s", what, err.msg);
                 float *got = s_down_bf(dy, (size_t)n * out);
-                char what[96];
-                snprintf(what, sizeof what, "linear %dx%dx%d bias %d %s %d", (int)n, (int)in,
-                         (int)out, hb, tuned ? "tuned" : "rank", (int)rank);
                 s_cmp(what, got, ref, (size_t)n * out, atol, 1e-2);
-                free(got);
+                /* deterministic: a second run gives the same bits */
+                s_poison(dy, (size_t)n * out * 2);
+                rc = kern_linear_cuda(lt, p, dy, dx, dw, hb ? dbias : NULL, ws, ws_bytes, g_st,
+                                      &err);
+                CHECK_MSG(rc == 0, "linear_cuda %s: %s", what, err.msg);
+                float *again = s_down_bf(dy, (size_t)n * out);
+                CHECK_MSG(memcmp(got, again, (size_t)n * out * sizeof *got) == 0,
+                          "%s: second run differs", what);
+                free(got), free(again);
                 kern_linear_plan_destroy(&p);
                 CHECK(p == NULL);
                 n_plans++;
@@ -231,17 +261,24 @@ static void test_linear(void) {
         cudaFree(dx), cudaFree(dw), cudaFree(dbias), cudaFree(dy);
         free(x), free(w), free(bias);
     }
-    printf("linear: %d (shape, bias, heuristic rank or tuned) plans checked\n", n_plans);
+    for (int32_t c = 0; c < n_own; c++)
+        for (int ep = 0; ep < 3; ep++)
+            CHECK_MSG(own_seen[c][ep] >= 3, "linear: own configuration %d, epilogue %s: %d shapes",
+                      (int)c, epi_name[ep], own_seen[c][ep]);
+    printf("linear: %d (shape, epilogue, heuristic rank / own configuration / tuned) plans "
+           "checked, %d own configurations\n",
+           n_plans, (int)n_own);
     cudaFree(ws);
     cublasLtDestroy(lt);
 }
 
 /* ---- bias + GELU ---- */
 static void test_bias_gelu(void) {
-    static const int32_t dims[] = {7, 33, 1536};
+    /* 97 and 520: more column vectors than one 64-wide block; 130 rows: a partial 16-row block */
+    static const int32_t dims[] = {7, 33, 97, 520, 1536};
     static const int32_t ns[] = {1, 5, 130};
     int n_cfg[2] = {0, 0};
-    for (size_t di = 0; di < 3; di++)
+    for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
         for (size_t ni = 0; ni < 3; ni++)
             for (int partial = 0; partial < 2; partial++) {
                 const int32_t D = dims[di], N = ns[ni], rows = partial && N > 1 ? N - 1 : N;
@@ -268,10 +305,10 @@ static void test_bias_gelu(void) {
 
 /* ---- residual + LayerNorm ---- */
 static void test_add_layernorm(void) {
-    static const int32_t hiddens[] = {7, 33, 384, 768};
+    static const int32_t hiddens[] = {7, 33, 136, 384, 768, 1024};
     static const int32_t ns[] = {1, 3, 129};
-    int n_cfg[2] = {0, 0};
-    for (size_t hi = 0; hi < 4; hi++)
+    int n_cfg[3] = {0, 0, 0};
+    for (size_t hi = 0; hi < sizeof hiddens / sizeof *hiddens; hi++)
         for (size_t ni = 0; ni < 3; ni++)
             for (int variant = 0; variant < 2;
                  variant++) { /* 0: +bias, separate out; 1: in place */
@@ -316,8 +353,60 @@ static void test_add_layernorm(void) {
                     cudaFree(o32);
                 cudaFree(o16), cudaFree(dn);
             }
-    CHECK(n_cfg[0] > 0 && n_cfg[1] > 0);
-    printf("add_layernorm: scalar and vector paths checked\n");
+    CHECK(n_cfg[0] > 0 && n_cfg[1] > 0 && n_cfg[2] > 0);
+    printf("add_layernorm: scalar, vector and register-resident paths checked\n");
+}
+
+/* ---- bf16 residual + LayerNorm ---- */
+static void test_add_layernorm_bf16(void) {
+    static const int32_t hiddens[] = {7, 33, 136, 384, 768, 1024};
+    static const int32_t ns[] = {1, 3, 129};
+    int n_cfg[3] = {0, 0, 0};
+    for (size_t hi = 0; hi < sizeof hiddens / sizeof *hiddens; hi++)
+        for (size_t ni = 0; ni < 3; ni++)
+            for (int variant = 0; variant < 2; variant++) {
+                /* 0: +bias, separate outputs, fp32 too; 1: in place on the residual, bf16 only,
+                 * device row count */
+                const int32_t H = hiddens[hi], N = ns[ni], rows = variant && N > 1 ? N - 1 : N;
+                const size_t n = (size_t)N * H;
+                float *x = s_rand_bf(n, -2, 2), *res = s_rand_bf(n, -2, 2);
+                float *b = s_rand_bf(H, -1, 1), *g = s_rand_bf(H, 0.5f, 1.5f);
+                float *be = s_rand_bf(H, -0.5f, 0.5f);
+                float *ref = malloc(n * sizeof *ref);
+                memcpy(ref, res, n * sizeof *ref); /* rows past `rows` keep the residual */
+                kern_add_layernorm_ref(ref, x, variant ? NULL : b, res, g, be, rows, H, 1e-12f);
+                uint16_t *dx = s_up_bf(x, n), *db = s_up_bf(b, H), *dres = s_up_bf(res, n);
+                float *dg = s_up(g, H * 4), *dbe = s_up(be, H * 4);
+                float *o32 = variant ? NULL : s_dev(n * 4);
+                uint16_t *o16 = variant ? dres : s_dev(n * 2);
+                int32_t *dn = s_up(&rows, 4);
+                com_error_t err = {0};
+                int rc =
+                    kern_add_layernorm_bf16_cuda(o32, o16, dx, variant ? NULL : db, dres, dg, dbe,
+                                                 N, variant ? dn : NULL, H, 1e-12f, g_st, &err);
+                CHECK_MSG(rc == 0, "add_layernorm_bf16_cuda: %s", err.msg);
+                n_cfg[kern_add_layernorm_cuda_config(H)]++;
+                char what[80];
+                float *got;
+                if (o32) {
+                    got = s_down_f32(o32, (size_t)rows * H);
+                    snprintf(what, sizeof what, "add_ln_bf16 fp32 %dx%d", (int)N, (int)H);
+                    s_cmp(what, got, ref, (size_t)rows * H, 1e-4, 1e-4);
+                    free(got);
+                }
+                got = s_down_bf(o16, n); /* in place: the rows past *n_rows keep the residual */
+                snprintf(what, sizeof what, "add_ln_bf16 bf16 %dx%d variant %d", (int)N, (int)H,
+                         variant);
+                s_cmp(what, got, ref, variant ? n : (size_t)rows * H, 1e-2, 1e-2);
+                free(got);
+                free(x), free(res), free(b), free(g), free(be), free(ref);
+                cudaFree(dx), cudaFree(db), cudaFree(dres), cudaFree(dg), cudaFree(dbe);
+                if (!variant)
+                    cudaFree(o32), cudaFree(o16);
+                cudaFree(dn);
+            }
+    CHECK(n_cfg[0] > 0 && n_cfg[1] > 0 && n_cfg[2] > 0);
+    printf("add_layernorm_bf16: scalar, vector and register-resident paths checked\n");
 }
 
 /* ---- attention ---- */
@@ -498,6 +587,7 @@ int main(void) {
     test_linear();
     test_bias_gelu();
     test_add_layernorm();
+    test_add_layernorm_bf16();
     test_attention();
     test_pool();
     test_convert();

@@ -12,9 +12,11 @@
  *   result into the slot's output buffer -> cudaEventRecord(slot event) -> hand the slot to
  *   the completion thread. All on one non-blocking stream, so the single device input area is
  *   safe: batch N+1's copy queues behind batch N's graph while the CPU packs batch N+2.
- * Device options (after the device, comma-separated): tune=on|off (default on: time cuBLASLt's
- *   GEMM candidates per bucket at start, worker/model_bert_cuda.c; off for profilers, which would
- *   otherwise trace thousands of timing launches) and graphs=...:
+ * Device options (after the device, comma-separated): tune=on|off (default on: time the GEMM
+ *   candidates per bucket at start, worker/model_bert_cuda.c; off for profilers, which would
+ *   otherwise trace thousands of timing launches), pdl=on|off (programmatic dependent launch of
+ *   our kernels, kern_pdl_set; default on), residual=f32|bf16 (the residual stream's precision,
+ *   worker/model_bert_cuda.h) and graphs=...:
  * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: first hit
  * eager, second hit captured (cudaStreamBeginCapture in thread-local mode, instantiate), later hits
  * cudaGraphLaunch; 1: every bucket captured at start (each after one eager warm-up on a 1-token
@@ -408,28 +410,37 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     *out = NULL;
     int rc;
     int32_t max_tokens = opts ? opts->max_batch_tokens : 0;
-    int32_t graph_mode = 0;
-    bool tune = true;
-    /* options after the device, comma-separated: graphs=lazy|all|off, tune=on|off */
+    int32_t graph_mode = 0, tune = 1, pdl = 1, residual_bf16 = 0;
+    /* options after the device, comma-separated, each one of these words */
+    const struct {
+        const char *word;
+        int32_t *var, value;
+    } words[] = {{"graphs=lazy", &graph_mode, 0},
+                 {"graphs=all", &graph_mode, 1},
+                 {"graphs=off", &graph_mode, 2},
+                 {"tune=on", &tune, 1},
+                 {"tune=off", &tune, 0},
+                 {"pdl=on", &pdl, 1},
+                 {"pdl=off", &pdl, 0},
+                 {"residual=f32", &residual_bf16, 0},
+                 {"residual=bf16", &residual_bf16, 1}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
          o = strchr(o + 1, ',')) {
         const char *v = o + 1;
         const size_t n = strcspn(v, ",");
-        static const char *const graph_modes[] = {"graphs=lazy", "graphs=all", "graphs=off"};
-        bool known = false;
-        for (int32_t g = 0; g < 3; g++)
-            if (n == strlen(graph_modes[g]) && strncmp(v, graph_modes[g], n) == 0)
-                graph_mode = g, known = true;
-        if (n == 7 && (strncmp(v, "tune=on", 7) == 0))
-            tune = true, known = true;
-        if (n == 8 && strncmp(v, "tune=off", 8) == 0)
-            tune = false, known = true;
-        if (!known)
+        size_t w = 0;
+        while (w < sizeof words / sizeof *words &&
+               !(n == strlen(words[w].word) && strncmp(v, words[w].word, n) == 0))
+            w++;
+        if (w == sizeof words / sizeof *words)
             return com_error_set(err, COM_EINVAL,
                                  "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
-                                 "tune=on|off)",
+                                 "tune=on|off, pdl=on|off, residual=f32|bf16)",
                                  (int)n, v);
+        *words[w].var = words[w].value;
     }
+    const wrk_bert_cuda_opts_t mopts = {.tune = tune != 0, .residual_bf16 = residual_bf16 != 0};
+    kern_pdl_set(pdl != 0); /* process-wide: one engine per worker process */
     if (max_tokens < 0 || max_tokens > (1 << 20))
         return com_error_set(err, COM_EINVAL, "engine cuda: max_batch_tokens %d", (int)max_tokens);
     if (max_tokens == 0)
@@ -482,8 +493,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         e->buckets[i++] = T;
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
-    if ((rc = wrk_bert_cuda_new(&e->info, path, e->buckets, e->n_buckets, tune, &e->model, err)) !=
-        0)
+    if ((rc = wrk_bert_cuda_new(&e->info, path, e->buckets, e->n_buckets, &mopts, &e->model,
+                                err)) != 0)
         goto err;
     S_CUDA(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
     const size_t in_bytes = wrk_bert_cuda_input_words(max_bucket) * sizeof(int32_t);

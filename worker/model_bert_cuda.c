@@ -7,18 +7,21 @@
  *
  * Activations (T = the largest bucket, H hidden, I intermediate), all planned here, zeroed once:
  *   in     int32 [4 + 4T + 1]   the input area (wrk_bert_cuda_input_words)
- *   h32    fp32  [T, H]         residual stream (LayerNorm outputs, kept in fp32)
- *   hb     bf16  [T, H]         the same rounded to bf16: the next GEMM's input
+ *   h32    fp32  [T, H]         residual stream (LayerNorm outputs, kept in fp32); with
+ *                               residual_bf16 only the last LayerNorm writes it (for pooling)
+ *   hb     bf16  [T, H]         the same rounded to bf16: the next GEMM's input (and the
+ *                               residual stream itself with residual_bf16)
  *   big    bf16  [T, max(3H,I)] QKV, later the FFN intermediate
  *   ctx    bf16  [T, H]         attention output
  *   tmp    bf16  [T, H]         output projections (bias fused in the GEMM epilogue)
  *   out    fp32  [T, H]         pooled embeddings [n_seqs, out_dim]
  *   ws     32 MiB               cuBLASLt workspace (every plan is chosen to fit it)
- * GEMM algorithms: per bucket and GEMM, the fastest of cuBLASLt's heuristic candidates, timed
- * at start (s_tune; about a second for all buckets).
- * Per layer (bucket T): qkv = hb Wqkv^T + bqkv (cuBLASLt, BIAS epilogue); ctx = attention;
- * tmp = ctx Wo^T + bo; h32,hb = LN(tmp + h32); big = hb W1^T; big = GELU(big + b1);
- * tmp = big W2^T + b2; h32,hb = LN(tmp + h32). Then pooling from h32 into out. Padding rows
+ * GEMM algorithms: per bucket and GEMM, the fastest of cuBLASLt's heuristic candidates and our
+ * own kernels (kernels/linear.h), timed at start (s_tune).
+ * Per layer (bucket T): qkv = hb Wqkv^T + bqkv (BIAS epilogue); ctx = attention;
+ * tmp = ctx Wo^T + bo; h32,hb = LN(tmp + h32); big = GELU(hb W1^T + b1) (one kernel when ours
+ * wins the timing, else cuBLASLt + the GELU kernel); tmp = big W2^T + b2; h32,hb = LN(tmp + h32)
+ * (with residual_bf16: hb = LN(tmp + hb)). Then pooling from h32 into out. Padding rows
  * [n_tokens, T) of hb are zeros (embedding kernel) and stay finite everywhere else.
  * Thread: the engine's submitting thread; stream: the one passed to forward. */
 #include "worker/model_bert_cuda.h"
@@ -33,7 +36,6 @@
 #include "common/safetensors.h"
 #include "kernels/add_layernorm.h"
 #include "kernels/attention.h"
-#include "kernels/bias_gelu.h"
 #include "kernels/embed_layernorm.h"
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
@@ -67,6 +69,7 @@ struct wrk_bert_cuda {
     float *h32, *out;
     uint16_t *hb, *big, *ctx, *tmp;
     void *ws;
+    bool residual_bf16; /* the residual stream is hb alone; h32 only takes the last LayerNorm */
 };
 
 static int s_dalloc(wrk_bert_cuda_t *m, size_t bytes, void **p, com_error_t *err) {
@@ -276,13 +279,13 @@ static int s_tune(wrk_bert_cuda_t *m, com_error_t *err) {
             const uint16_t *x, *w, *bias;
         } g[S_N_GEMM] = {[S_QKV] = {m->big, m->hb, L->wqkv, L->bqkv},
                          [S_OUT] = {m->tmp, m->ctx, L->wo, L->bo},
-                         [S_FF1] = {m->big, m->hb, L->w1, NULL},
+                         [S_FF1] = {m->big, m->hb, L->w1, L->b1},
                          [S_FF2] = {m->tmp, m->big, L->w2, L->b2}};
         for (int i = 0; i < S_N_GEMM && rc == 0; i++) {
             int32_t chosen = 0;
             rc = kern_linear_plan_tune(m->lt, p[i], g[i].y, g[i].x, g[i].w, g[i].bias, m->ws,
                                        S_WORKSPACE_BYTES, NULL, &chosen, err);
-            changed += chosen > 0;
+            changed += chosen != 0;
         }
     }
     if (rc == 0)
@@ -295,8 +298,8 @@ static int s_tune(wrk_bert_cuda_t *m, com_error_t *err) {
 }
 
 int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
-                      const int32_t *buckets, int32_t n_buckets, bool tune, wrk_bert_cuda_t **out,
-                      com_error_t *err) {
+                      const int32_t *buckets, int32_t n_buckets, const wrk_bert_cuda_opts_t *opts,
+                      wrk_bert_cuda_t **out, com_error_t *err) {
     *out = NULL;
     if (info->family != COM_FAMILY_BERT)
         return com_error_set(err, COM_EUNSUPPORTED, "bert cuda: model family %d is not BERT",
@@ -320,6 +323,7 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         return com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
     int rc = COM_ENOMEM;
     m->info = *info;
+    m->residual_bf16 = opts->residual_bf16;
     m->n_buckets = n_buckets;
     m->buckets = malloc((size_t)n_buckets * sizeof *m->buckets);
     m->plans = calloc((size_t)n_buckets * S_N_GEMM, sizeof *m->plans);
@@ -357,17 +361,17 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     for (int32_t b = 0; b < n_buckets; b++) {
         const int32_t n = buckets[b], h = (int32_t)H, inter = (int32_t)I;
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
-        if ((rc = kern_linear_plan_new(m->lt, n, h, 3 * h, true, S_WORKSPACE_BYTES, 0, &p[S_QKV],
-                                       err)) ||
-            (rc = kern_linear_plan_new(m->lt, n, h, h, true, S_WORKSPACE_BYTES, 0, &p[S_OUT],
-                                       err)) ||
-            (rc = kern_linear_plan_new(m->lt, n, h, inter, false, S_WORKSPACE_BYTES, 0, &p[S_FF1],
-                                       err)) ||
-            (rc = kern_linear_plan_new(m->lt, n, inter, h, true, S_WORKSPACE_BYTES, 0, &p[S_FF2],
-                                       err)))
+        if ((rc = kern_linear_plan_new(m->lt, n, h, 3 * h, KERN_LINEAR_BIAS, S_WORKSPACE_BYTES, 0,
+                                       &p[S_QKV], err)) ||
+            (rc = kern_linear_plan_new(m->lt, n, h, h, KERN_LINEAR_BIAS, S_WORKSPACE_BYTES, 0,
+                                       &p[S_OUT], err)) ||
+            (rc = kern_linear_plan_new(m->lt, n, h, inter, KERN_LINEAR_BIAS_GELU, S_WORKSPACE_BYTES,
+                                       0, &p[S_FF1], err)) ||
+            (rc = kern_linear_plan_new(m->lt, n, inter, h, KERN_LINEAR_BIAS, S_WORKSPACE_BYTES, 0,
+                                       &p[S_FF2], err)))
             goto err;
     }
-    if (tune && (rc = s_tune(m, err)) != 0)
+    if (opts->tune && (rc = s_tune(m, err)) != 0)
         goto err;
     *out = m;
     return 0;
@@ -392,7 +396,7 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t stream, c
     if (bi < 0 || bi >= m->n_buckets)
         return com_error_set(err, COM_EINVAL, "bert cuda forward: bucket index %d", (int)bi);
     const com_model_info_t *in = &m->info;
-    const int32_t T = m->buckets[bi], H = in->hidden_size, I = in->intermediate_size;
+    const int32_t T = m->buckets[bi], H = in->hidden_size;
     const float eps = in->layer_norm_eps;
     const int32_t *meta = m->in, *ids = m->in + 4, *seq = ids + T, *types = seq + T,
                   *cu = types + T;
@@ -406,8 +410,10 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t stream, c
         if ((rc = (call)) != 0)                                                                    \
             return rc;                                                                             \
     } while (0)
-    S_TRY(kern_embed_layernorm_cuda(m->h32, m->hb, ids, types, seq, cu, n_tokens, T, m->word,
-                                    m->pos, m->type, m->emb_g, m->emb_b, H, eps, stream, err));
+    const bool r16 = m->residual_bf16;
+    S_TRY(kern_embed_layernorm_cuda(r16 ? NULL : m->h32, m->hb, ids, types, seq, cu, n_tokens, T,
+                                    m->word, m->pos, m->type, m->emb_g, m->emb_b, H, eps, stream,
+                                    err));
     for (int32_t l = 0; l < in->num_layers; l++) {
         const s_layer_t *L = &m->layers[l];
         S_TRY(kern_linear_cuda(m->lt, p[S_QKV], m->big, m->hb, L->wqkv, L->bqkv, m->ws,
@@ -416,15 +422,20 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t stream, c
                                   3 * H, cu, seq, n_tokens, T, stream, err));
         S_TRY(kern_linear_cuda(m->lt, p[S_OUT], m->tmp, m->ctx, L->wo, L->bo, m->ws,
                                S_WORKSPACE_BYTES, stream, err));
-        S_TRY(kern_add_layernorm_cuda(m->h32, m->hb, m->tmp, NULL, m->h32, L->ln1_g, L->ln1_b, T,
-                                      n_tokens, H, eps, stream, err));
-        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], m->big, m->hb, L->w1, NULL, m->ws,
-                               S_WORKSPACE_BYTES, stream, err));
-        S_TRY(kern_bias_gelu_cuda(m->big, L->b1, T, n_tokens, I, stream, err));
+        S_TRY(r16 ? kern_add_layernorm_bf16_cuda(NULL, m->hb, m->tmp, NULL, m->hb, L->ln1_g,
+                                                 L->ln1_b, T, n_tokens, H, eps, stream, err)
+                  : kern_add_layernorm_cuda(m->h32, m->hb, m->tmp, NULL, m->h32, L->ln1_g, L->ln1_b,
+                                            T, n_tokens, H, eps, stream, err));
+        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], m->big, m->hb, L->w1, L->b1, m->ws,
+                               S_WORKSPACE_BYTES, stream, err)); /* + bias + GELU */
         S_TRY(kern_linear_cuda(m->lt, p[S_FF2], m->tmp, m->big, L->w2, L->b2, m->ws,
                                S_WORKSPACE_BYTES, stream, err));
-        S_TRY(kern_add_layernorm_cuda(m->h32, m->hb, m->tmp, NULL, m->h32, L->ln2_g, L->ln2_b, T,
-                                      n_tokens, H, eps, stream, err));
+        const bool last = l == in->num_layers - 1; /* the pooling reads h32 */
+        S_TRY(r16 ? kern_add_layernorm_bf16_cuda(last ? m->h32 : NULL, m->hb, m->tmp, NULL, m->hb,
+                                                 L->ln2_g, L->ln2_b, T, n_tokens, H, eps, stream,
+                                                 err)
+                  : kern_add_layernorm_cuda(m->h32, m->hb, m->tmp, NULL, m->h32, L->ln2_g, L->ln2_b,
+                                            T, n_tokens, H, eps, stream, err));
     }
     const kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
                                   : in->pooling == COM_POOL_LAST ? KERN_POOL_LAST

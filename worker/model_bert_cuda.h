@@ -39,15 +39,23 @@ void wrk_bert_cuda_pack(int32_t *dst, int32_t bucket_tokens, const int32_t *ids,
                         const int32_t *types, const int32_t *cu, int32_t n_seqs, int32_t out_dim,
                         bool normalize);
 
+/* Choices made at start. residual_bf16: the residual stream (the LayerNorm outputs that the
+ * next add reads) is kept in bf16 instead of fp32, halving the LayerNorms' memory traffic; the
+ * GEMMs read bf16 either way. */
+typedef struct wrk_bert_cuda_opts {
+    bool tune;          /* time every GEMM candidate per bucket at start, keep the fastest */
+    bool residual_bf16; /* bf16 residual stream (else fp32) */
+} wrk_bert_cuda_opts_t;
+
 /* Loads weights_path onto the current CUDA device (bf16, Q/K/V fused, LayerNorm parameters
  * fp32), plans activations for the largest of buckets[0..n_buckets) (ascending) and one cuBLASLt
- * algorithm per GEMM and bucket (heuristic run here, once; with tune, the fastest of its
+ * algorithm per GEMM and bucket (heuristic run here, once; with opts->tune, the fastest of its
  * candidates, timed here on layer 0's weights: about 0.5-1.5 s). Returns 0 with *out, or
  * COM_EIO / COM_EFORMAT / COM_EUNSUPPORTED (activation, head_dim not 32/64, hidden % 8) /
  * COM_ENOMEM / COM_EINTERNAL (CUDA or cuBLASLt failed; err says where) with *out NULL. */
 int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
-                      const int32_t *buckets, int32_t n_buckets, bool tune, wrk_bert_cuda_t **out,
-                      com_error_t *err);
+                      const int32_t *buckets, int32_t n_buckets, const wrk_bert_cuda_opts_t *opts,
+                      wrk_bert_cuda_t **out, com_error_t *err);
 void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p);
 
 int32_t *wrk_bert_cuda_input(wrk_bert_cuda_t *m);      /* device input area (largest bucket) */

@@ -1,0 +1,347 @@
+/* kernels/gemm_mma.cu — our own tensor-core GEMM for the dense layers (contract in gemm_mma.h,
+ * used by linear.cu as candidates of a kern_linear plan beside cuBLASLt's algorithms):
+ * y[n, out] = epi(x[n, in] W[out, in]^T + b), bf16 in, fp32 accumulation, the epilogue (none,
+ * + bias, + bias then exact erf GELU, kern::gelu_erf) applied in fp32 and rounded once to bf16.
+ *
+ * Algorithm: one CTA per BM x BN output tile (grid x over column tiles so neighbouring CTAs share
+ * their x rows in L2, y over row tiles, z over the K split). Both operands are K-major, which is
+ * what mma.sync.m16n8k16.row.col wants: ldmatrix (not transposed) loads the A fragments from
+ * x's tile and the B fragments from W's tile. K is walked in BK = 32 or 64 slices through a
+ * STAGES-deep cp.async ring (16-byte copies, .cg: L2 only); shared rows are padded by 8 bf16 (80
+ * or 144 bytes) so the 8 row addresses of every ldmatrix phase hit 8 distinct 16-byte bank
+ * groups. Rows >= n, W rows >= out and K past in are zero-filled by the copy (src-size 0), so
+ * the tails need no other masking; in % 8 == 0 keeps every 16-byte chunk wholly inside or out.
+ * Epilogue: the fp32 accumulators go to shared memory (reusing the ring) and are written out as
+ * 8-column (16-byte) chunks, bias and GELU applied there; rows >= n and columns >= out are not
+ * stored. Split-K (SPLIT = 2, 4 or 8) uses a thread-block cluster of SPLIT CTAs along z, one K
+ * range each; after a cluster barrier, CTA r of the cluster sums the tile's rows
+ * [r BM/S, (r+1) BM/S) over the S CTAs' shared memory (distributed shared memory) in rank order
+ * 0..S-1 and applies the epilogue: deterministic, no atomics, no workspace, and GELU still sees
+ * the whole sum. A second cluster barrier keeps every CTA's shared memory alive until all reads
+ * are done.
+ *
+ * Launch configurations (kConfigs, BM x BN, warps, BK, split): at small n the op is bound by
+ * L2 traffic, x bytes x (out / BN) + W bytes x (n / BM), and by the CTA count: 128-row tiles read
+ * W once at n <= 128 and split-K restores the CTA count; 32/64-row tiles give many CTAs. At
+ * large n the 64x128 / 128x128 8-warp tiles (cuBLASLt's wgmma kernels are 2-4x faster there; the
+ * tuner decides). Requires in % 8 == 0, out % 8 == 0 and 16-byte aligned x, w, y.
+ * kern::pdl_begin() first (PDL launch).
+ * Stream: the caller's. Tested by tests/test_kernels_cuda.c (test_linear: every configuration x
+ * epilogue over awkward shapes); timed by bench_kernels_cuda ("linear ..." rows, through the
+ * tuned plan). */
+#include <cooperative_groups.h>
+
+#include "kernels/gemm_mma.h"
+#include "kernels/kern_cuda_dev.cuh"
+
+namespace {
+
+namespace cg = cooperative_groups;
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16-byte async copy; src_bytes 0 fills the destination with zeros (and reads nothing). */
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2,
+                                            uint32_t &r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ void mma_bf16(float *d, const uint32_t *a, const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK> struct Cfg {
+    static constexpr int kBK = BK, kSA = BK + 8; /* K slice per stage; padded shared row */
+    static constexpr int kThreads = WARPS_M * WARPS_N * 32;
+    static constexpr int kWTM = BM / WARPS_M, kWTN = BN / WARPS_N; /* warp tile */
+    static constexpr int kMI = kWTM / 16, kNI = kWTN / 8;          /* mma tiles per warp */
+    static constexpr int kCS = BN + 4; /* fp32 staging row stride (keeps float4 alignment) */
+    static constexpr size_t kRing = (size_t)STAGES * (BM + BN) * kSA * 2;
+    static constexpr size_t kStage = (size_t)BM * kCS * 4;
+    static constexpr size_t kSmem = kRing > kStage ? kRing : kStage;
+    static_assert(kWTM % 16 == 0 && kWTN % 16 == 0, "warp tile: 16-row A and 16-column B pairs");
+    static_assert(BK == 32 || BK == 64, "ldmatrix rows: 80 or 144 bytes apart, conflict-free");
+    static_assert((BM * kBK / 8) % kThreads == 0 && (BN * kBK / 8) % kThreads == 0,
+                  "tile copy: whole chunks per thread");
+    static_assert(BM % SPLIT == 0 && BN % 8 == 0, "epilogue rows per cluster rank");
+};
+
+template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
+__device__ __forceinline__ void
+gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
+          const uint16_t *__restrict__ b, int32_t n, int32_t K, int32_t N, int epi) {
+    using C = Cfg<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>;
+    constexpr int kBK = C::kBK, kSA = C::kSA;
+    extern __shared__ __align__(16) unsigned char smem[];
+    kern::pdl_begin();
+    uint16_t *As = reinterpret_cast<uint16_t *>(smem); /* [STAGES][BM][kSA] */
+    uint16_t *Bs = As + (size_t)STAGES * BM * kSA;     /* [STAGES][BN][kSA] */
+    float *Cs = reinterpret_cast<float *>(smem);       /* [BM][kCS], after the main loop */
+    const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int32_t row0 = (int32_t)blockIdx.y * BM, col0 = (int32_t)blockIdx.x * BN;
+    int rank = 0;
+    if constexpr (SPLIT > 1)
+        rank = (int)cg::this_cluster().block_rank();
+    const int32_t nk = (K + kBK - 1) / kBK;
+    const int32_t kt0 = (int32_t)((int64_t)rank * nk / SPLIT),
+                  kt1 = (int32_t)((int64_t)(rank + 1) * nk / SPLIT);
+    const int32_t my_nk = kt1 - kt0;
+
+    /* stage st <- K tile kt: BM rows of x and BN rows of w, 4 chunks of 8 bf16 per row */
+    auto load_tile = [&](int st, int32_t kt) {
+        const int32_t k0 = kt * kBK;
+        uint16_t *as = As + (size_t)st * BM * kSA, *bs = Bs + (size_t)st * BN * kSA;
+#pragma unroll
+        for (int i = 0; i < BM * kBK / 8 / C::kThreads; i++) {
+            const int c = tid + i * C::kThreads, r = c / (kBK / 8), kc = (c % (kBK / 8)) * 8;
+            const int32_t gr = row0 + r, gk = k0 + kc;
+            const bool ok = gr < n && gk < K;
+            cp_async16(smem_u32(as + r * kSA + kc), ok ? x + (int64_t)gr * K + gk : x, ok ? 16 : 0);
+        }
+#pragma unroll
+        for (int i = 0; i < BN * kBK / 8 / C::kThreads; i++) {
+            const int c = tid + i * C::kThreads, r = c / (kBK / 8), kc = (c % (kBK / 8)) * 8;
+            const int32_t gr = col0 + r, gk = k0 + kc;
+            const bool ok = gr < N && gk < K;
+            cp_async16(smem_u32(bs + r * kSA + kc), ok ? w + (int64_t)gr * K + gk : w, ok ? 16 : 0);
+        }
+    };
+
+    float acc[C::kMI][C::kNI][4];
+#pragma unroll
+    for (int i = 0; i < C::kMI; i++)
+#pragma unroll
+        for (int j = 0; j < C::kNI; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[i][j][e] = 0.f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < my_nk)
+            load_tile(s, kt0 + s);
+        cp_async_commit(); /* empty groups too: the wait counts stay aligned */
+    }
+    for (int32_t t = 0; t < my_nk; t++) {
+        cp_async_wait<STAGES - 2>(); /* tile t has landed (for this thread) */
+        __syncthreads();             /* ... for all threads; and tile t-1's stage is free */
+        if (t + STAGES - 1 < my_nk)
+            load_tile((t + STAGES - 1) % STAGES, kt0 + t + STAGES - 1);
+        cp_async_commit();
+        const uint16_t *as = As + (size_t)(t % STAGES) * BM * kSA;
+        const uint16_t *bs = Bs + (size_t)(t % STAGES) * BN * kSA;
+#pragma unroll
+        for (int kk = 0; kk < kBK; kk += 16) {
+            uint32_t af[C::kMI][4], bf[C::kNI][2];
+#pragma unroll
+            for (int i = 0; i < C::kMI; i++) {
+                /* lanes 0-15: rows 0-15 at k 0-7; lanes 16-31: rows 0-15 at k 8-15 */
+                const int r = wm * C::kWTM + i * 16 + (lane % 16), k = kk + (lane / 16) * 8;
+                ldmatrix_x4(smem_u32(as + r * kSA + k), af[i][0], af[i][1], af[i][2], af[i][3]);
+            }
+#pragma unroll
+            for (int j = 0; j < C::kNI; j += 2) {
+                /* matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15) */
+                const int r = wn * C::kWTN + j * 8 + (lane & 7) + ((lane >> 4) << 3);
+                const int k = kk + ((lane >> 3) & 1) * 8;
+                ldmatrix_x4(smem_u32(bs + r * kSA + k), bf[j][0], bf[j][1], bf[j + 1][0],
+                            bf[j + 1][1]);
+            }
+#pragma unroll
+            for (int i = 0; i < C::kMI; i++)
+#pragma unroll
+                for (int j = 0; j < C::kNI; j++)
+                    mma_bf16(acc[i][j], af[i], bf[j]);
+        }
+    }
+    cp_async_wait<0>();
+    __syncthreads(); /* the ring is now reused as the fp32 staging tile */
+
+    /* accumulator (i, j): rows lane/4 and lane/4 + 8, columns 2 (lane%4) and + 1 */
+#pragma unroll
+    for (int i = 0; i < C::kMI; i++)
+#pragma unroll
+        for (int j = 0; j < C::kNI; j++) {
+            const int r = wm * C::kWTM + i * 16 + lane / 4,
+                      c = wn * C::kWTN + j * 8 + (lane % 4) * 2;
+            *reinterpret_cast<float2 *>(Cs + r * C::kCS + c) =
+                make_float2(acc[i][j][0], acc[i][j][1]);
+            *reinterpret_cast<float2 *>(Cs + (r + 8) * C::kCS + c) =
+                make_float2(acc[i][j][2], acc[i][j][3]);
+        }
+    if constexpr (SPLIT > 1)
+        cg::this_cluster().sync(); /* every rank's partial tile is visible cluster-wide */
+    else
+        __syncthreads();
+
+    constexpr int kRows = BM / SPLIT, kChunks = BN / 8;
+    for (int idx = tid; idx < kRows * kChunks; idx += C::kThreads) {
+        const int r = rank * kRows + idx / kChunks, c = (idx % kChunks) * 8;
+        const int32_t gr = row0 + r, gc = col0 + c;
+        if (gr >= n || gc >= N) /* N % 8 == 0: a chunk is wholly in or out */
+            continue;
+        float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        /* rank order 0..SPLIT-1 whatever this CTA's rank: the same sum on every run */
+#pragma unroll
+        for (int s = 0; s < SPLIT; s++) {
+            const float *src = Cs + r * C::kCS + c;
+            if constexpr (SPLIT > 1)
+                src = cg::this_cluster().map_shared_rank(Cs, s) + r * C::kCS + c;
+            const float4 p = *reinterpret_cast<const float4 *>(src),
+                         q = *reinterpret_cast<const float4 *>(src + 4);
+            v[0] += p.x, v[1] += p.y, v[2] += p.z, v[3] += p.w;
+            v[4] += q.x, v[5] += q.y, v[6] += q.z, v[7] += q.w;
+        }
+        if (epi >= 1) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                v[e] += kern::bf2f(b[gc + e]);
+            if (epi == 2)
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    v[e] = kern::gelu_erf(v[e]);
+        }
+        kern::store_bf16<8>(y + (int64_t)gr * N + gc, v);
+    }
+    if constexpr (SPLIT > 1)
+        cg::this_cluster().sync(); /* no CTA leaves while another still reads its tile */
+}
+
+template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
+__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32)
+    k_gemm(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
+           const uint16_t *__restrict__ b, int32_t n, int32_t K, int32_t N, int epi) {
+    gemm_body<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>(y, x, w, b, n, K, N, epi);
+}
+
+/* the split-K flavour: SPLIT CTAs along z form one cluster */
+template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
+__global__ void __cluster_dims__(1, 1, SPLIT) __launch_bounds__(WARPS_M *WARPS_N * 32)
+    k_gemm_split(uint16_t *__restrict__ y, const uint16_t *__restrict__ x,
+                 const uint16_t *__restrict__ w, const uint16_t *__restrict__ b, int32_t n,
+                 int32_t K, int32_t N, int epi) {
+    gemm_body<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>(y, x, w, b, n, K, N, epi);
+}
+
+typedef void (*kernel_t)(uint16_t *, const uint16_t *, const uint16_t *, const uint16_t *, int32_t,
+                         int32_t, int32_t, int);
+
+struct Entry {
+    const char *name;
+    kernel_t kernel;
+    int bm, bn, threads, split, bk;
+    size_t smem;
+};
+
+template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
+constexpr Entry entry(const char *name) {
+    using C = Cfg<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>;
+    kernel_t k;
+    if constexpr (SPLIT > 1)
+        k = k_gemm_split<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>;
+    else
+        k = k_gemm<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>;
+    return Entry{name, k, BM, BN, C::kThreads, SPLIT, BK, C::kSmem};
+}
+
+/* 32-row tiles: many CTAs at small n; 64/128-row tiles read W fewer times (at n = 128 a 128-row
+ * tile reads it once), the split-K ones then make up the CTA count */
+const Entry kConfigs[] = {
+    entry<32, 32, 2, 2, 1, 8, 64>("mma 32x32 w4 k64"),
+    entry<32, 64, 2, 2, 1, 8, 64>("mma 32x64 w4 k64"),
+    entry<64, 64, 2, 2, 1, 4, 32>("mma 64x64 w4"),
+    entry<64, 128, 2, 4, 1, 4, 32>("mma 64x128 w8"),
+    entry<128, 128, 2, 4, 1, 4, 32>("mma 128x128 w8"),
+    entry<32, 32, 2, 2, 2, 8, 64>("mma 32x32 w4 k64 splitk2"),
+    entry<32, 32, 2, 2, 4, 8, 64>("mma 32x32 w4 k64 splitk4"),
+    entry<32, 64, 2, 2, 2, 8, 64>("mma 32x64 w4 k64 splitk2"),
+    entry<32, 64, 2, 2, 4, 8, 64>("mma 32x64 w4 k64 splitk4"),
+    entry<64, 32, 2, 2, 1, 8, 64>("mma 64x32 w4 k64"),
+    entry<64, 32, 2, 2, 2, 8, 64>("mma 64x32 w4 k64 splitk2"),
+    entry<64, 32, 2, 2, 4, 8, 64>("mma 64x32 w4 k64 splitk4"),
+    entry<128, 32, 4, 1, 1, 6, 64>("mma 128x32 w4 k64"),
+    entry<128, 32, 4, 1, 2, 6, 64>("mma 128x32 w4 k64 splitk2"),
+    entry<128, 32, 4, 1, 4, 6, 64>("mma 128x32 w4 k64 splitk4"),
+    entry<128, 32, 4, 1, 8, 6, 64>("mma 128x32 w4 k64 splitk8"),
+    entry<128, 64, 2, 2, 1, 4, 64>("mma 128x64 w4 k64"),
+    entry<128, 64, 2, 2, 2, 4, 64>("mma 128x64 w4 k64 splitk2"),
+    entry<128, 64, 2, 2, 4, 4, 64>("mma 128x64 w4 k64 splitk4"),
+    entry<128, 64, 2, 2, 8, 4, 64>("mma 128x64 w4 k64 splitk8"),
+    entry<128, 128, 2, 4, 2, 4, 32>("mma 128x128 w8 splitk2"),
+    entry<128, 128, 2, 4, 4, 4, 32>("mma 128x128 w8 splitk4"),
+};
+constexpr int32_t kNConfigs = (int32_t)(sizeof kConfigs / sizeof *kConfigs);
+
+} // namespace
+
+int32_t kern_gemm_mma_count(void) {
+    return kNConfigs;
+}
+
+const char *kern_gemm_mma_name(int32_t config) {
+    return config >= 0 && config < kNConfigs ? kConfigs[config].name : NULL;
+}
+
+bool kern_gemm_mma_valid(int32_t config, int32_t n, int32_t in, int32_t out) {
+    if (config < 0 || config >= kNConfigs || n < 1 || in < 8 || out < 8 || in % 8 || out % 8)
+        return false;
+    /* a split needs at least 2 K tiles per rank to be worth its cluster */
+    const int32_t nk = (in + kConfigs[config].bk - 1) / kConfigs[config].bk;
+    return nk >= 2 * kConfigs[config].split || kConfigs[config].split == 1;
+}
+
+bool kern_gemm_mma_worth(int32_t config, int32_t n) {
+    /* Only latency-bound shapes: on the H200 (bench_kernels_cuda, 2026-11-30) ours won only at
+     * n = 128 (MiniLM out and ffn1+gelu) and cuBLASLt won every GEMM at n = 4096, where ours
+     * peaks near 250 TFLOP/s; timing ~20 more candidates per large bucket made engine start-up
+     * several times slower for nothing. */
+    return config >= 0 && config < kNConfigs && n <= 1024;
+}
+
+int kern_gemm_mma_prepare(int32_t config, com_error_t *err) {
+    if (config < 0 || config >= kNConfigs)
+        return com_error_set(err, COM_EINVAL, "gemm_mma: config %d", (int)config);
+    const Entry &e = kConfigs[config];
+    KERN_CUDA_TRY(
+        cudaFuncSetAttribute(e.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)e.smem),
+        err);
+    return 0;
+}
+
+int kern_gemm_mma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x, const uint16_t *w,
+                       const uint16_t *b, int32_t n, int32_t in, int32_t out, cudaStream_t stream,
+                       com_error_t *err) {
+    if (!kern_gemm_mma_valid(config, n, in, out) || epi < 0 || epi > 2 || !y || !x || !w ||
+        (epi >= 1 && !b) || !kern::aligned16(y) || !kern::aligned16(x) || !kern::aligned16(w))
+        return com_error_set(err, COM_EINVAL,
+                             "gemm_mma: config %d, %dx%dx%d, epilogue %d: unsupported shape or "
+                             "unaligned pointers",
+                             (int)config, (int)n, (int)in, (int)out, epi);
+    const Entry &e = kConfigs[config];
+    const dim3 grid((unsigned)((out + e.bn - 1) / e.bn), (unsigned)((n + e.bm - 1) / e.bm),
+                    (unsigned)e.split);
+    KERN_CUDA_TRY(kern::launch(e.kernel, grid, dim3((unsigned)e.threads), e.smem, stream, y, x, w,
+                               b, n, in, out, epi),
+                  err);
+    return 0;
+}
