@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     const bool live = t < n_max && (!n_rows || t < *n_rows);
     const int64_t o = (int64_t)t * H;
-    float v[N][8];
+    float v[N][8] = {}; /* a row past n_rows stays zero (every lane joins the shuffles) */
     if (live) {
         float a[N][8], r[N][8];
 #pragma unroll
@@ -67,12 +67,6 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
             for (int j = 0; j < 8; j++)
                 v[k][j] = b ? a[k][j] + bb[k][j] + r[k][j] : a[k][j] + r[k][j];
-    } else {
-#pragma unroll
-        for (int k = 0; k < N; k++)
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                v[k][j] = 0.f;
     }
     kern::layernorm_regs_store<G, N>(v, g, be, eps, live, lg, o, out_f32, out_bf16);
 }

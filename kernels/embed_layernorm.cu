@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     const bool live = in && t < *n_tokens;
     const int64_t o = (int64_t)t * H;
-    float v[N][8];
+    float v[N][8] = {}; /* a row past n_rows stays zero (every lane joins the shuffles) */
     if (live) {
         const uint16_t *w = word + (int64_t)id * H, *ty_row = type + (int64_t)ty * H;
         float a[N][8], c[N][8], p[N][8];
@@ -71,12 +71,6 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
             for (int j = 0; j < 8; j++)
                 v[k][j] = a[k][j] + p[k][j] + c[k][j];
-    } else {
-#pragma unroll
-        for (int k = 0; k < N; k++)
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                v[k][j] = 0.f;
     }
     kern::layernorm_regs_store<G, N>(v, g, be, eps, live, lg, o, out_f32, out_bf16);
     if (in && !live) { /* padding row of the bucket: zeros */
