@@ -413,6 +413,14 @@ int main(void) {
 
     wrk_engine_opts_t bad = {.device = "cuda:99"}; /* no such GPU, with or without CUDA */
     CHECK(wrk_engine_new(model_dir, &bad, &e, &err) == COM_EUNSUPPORTED && e == NULL);
+    /* malformed device strings are invalid arguments (the worker's usage error), whatever the
+     * build */
+    static const char *const malformed[] = {"gpu", "cuda:", "cuda:x", "cuda:1x", "cudax", "CPU"};
+    for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++) {
+        wrk_engine_opts_t m = {.device = malformed[i]};
+        CHECK_MSG(wrk_engine_new(model_dir, &m, &e, &err) == COM_EINVAL && e == NULL,
+                  "device \"%s\" is COM_EINVAL", malformed[i]);
+    }
     CHECK(wrk_engine_new("/nonexistent/model", NULL, &e, &err) != 0 && e == NULL);
 
     test_destroy_in_flight(model_dir);

@@ -1022,6 +1022,15 @@ static void s_scenario_cuda(void) {
     CHECK(exited && WIFEXITED(p.status) && WEXITSTATUS(p.status) == 2);
     if (!exited)
         s_proc_kill(&p);
+    /* so is a malformed CUDA device or engine option (the engine parses both) */
+    const char *args3[] = {
+        "--broker", "tcp://127.0.0.1:1", "--model", test_model_dir(), "--device", "cuda:x", NULL};
+    CHECK(s_proc_start(&p, "cuda3", args3) == 0);
+    exited = s_proc_wait(&p, 30000);
+    CHECK_MSG(exited && WIFEXITED(p.status) && WEXITSTATUS(p.status) == 2, "cuda:x: status 0x%x",
+              p.status);
+    if (!exited)
+        s_proc_kill(&p);
 }
 
 /* ------------------------------------------------------------------ scenario: redis */

@@ -53,38 +53,37 @@ void wrk_result_complete(wrk_result_t *r) {
     pthread_mutex_unlock(&r->mu);
 }
 
-/* "cpu" -> cpu; "cuda" / "cuda:N", each optionally followed by ",options" (the backend parses
- * them) -> cuda device N. 0 or COM_EUNSUPPORTED. */
+/* The one parser of a device string. "cpu" -> cpu; "cuda" / "cuda:N", each optionally followed
+ * by ",options" (the backend parses them) -> cuda device N. Returns 0, COM_EINVAL (not of that
+ * form: a usage error) or COM_EUNSUPPORTED (a CUDA device in a build without CUDA). */
 static int s_pick(const char *device, const wrk_backend_t **be, int32_t *index, com_error_t *err) {
     *index = 0;
     if (strcmp(device, "cpu") == 0) {
         *be = &wrk_backend_cpu;
         return 0;
     }
-    if (strncmp(device, "cuda", 4) == 0 &&
-        (device[4] == '\0' || device[4] == ':' || device[4] == ',')) {
-        if (device[4] == ':') {
-            const char *p = device + 5;
-            char *end = NULL;
-            errno = 0;
-            long n = strtol(p, &end, 10);
-            if (*p < '0' || *p > '9' || (*end != '\0' && *end != ',') || errno != 0 || n < 0 ||
-                n > 1023)
-                return com_error_set(err, COM_EUNSUPPORTED,
-                                     "engine: device \"%s\" (want cpu, cuda or cuda:N)", device);
-            *index = (int32_t)n;
-        }
-#ifdef EMBER_HAVE_CUDA
-        *be = &wrk_backend_cuda;
-        return 0;
-#else
-        return com_error_set(err, COM_EUNSUPPORTED,
-                             "engine: device \"%s\": this build has no CUDA (EMBER_CUDA=OFF)",
+    if (strncmp(device, "cuda", 4) != 0 ||
+        (device[4] != '\0' && device[4] != ':' && device[4] != ','))
+        return com_error_set(err, COM_EINVAL, "engine: device \"%s\" (want cpu, cuda or cuda:N)",
                              device);
-#endif
+    if (device[4] == ':') {
+        const char *p = device + 5;
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(p, &end, 10);
+        if (*p < '0' || *p > '9' || (*end != '\0' && *end != ',') || errno != 0 || n < 0 ||
+            n > 1023)
+            return com_error_set(err, COM_EINVAL,
+                                 "engine: device \"%s\" (want cpu, cuda or cuda:N)", device);
+        *index = (int32_t)n;
     }
+#ifdef EMBER_HAVE_CUDA
+    *be = &wrk_backend_cuda;
+    return 0;
+#else
     return com_error_set(err, COM_EUNSUPPORTED,
-                         "engine: device \"%s\" not supported (cpu, cuda, cuda:N)", device);
+                         "engine: device \"%s\": this build has no CUDA (EMBER_CUDA=OFF)", device);
+#endif
 }
 
 int wrk_engine_new(const char *model_dir, const wrk_engine_opts_t *opts, wrk_engine_t **out,

@@ -23,7 +23,8 @@ typedef struct wrk_result wrk_result_t;
 
 typedef struct wrk_engine_opts {
     const char *device;       /* "cpu" (default when NULL), "cuda" (= "cuda:0"), "cuda:N", and
-                                 for cuda optionally ",graphs=lazy|all|off" (docs/engine.md) */
+                                 for cuda options after commas: graphs=, tune=, pdl=, residual=
+                                 (docs/engine.md) */
     int32_t threads;          /* cpu: compute threads, 0 = all cores */
     int32_t max_batch_tokens; /* largest packed batch accepted, 0 = default (16384) */
 } wrk_engine_opts_t;
@@ -41,7 +42,9 @@ typedef struct wrk_batch {
 } wrk_batch_t;
 
 /* Loads the model in model_dir (config, sentence-transformers files, weights) for opts->device.
- * Returns 0 with *out, or COM_EIO / COM_EFORMAT / COM_EUNSUPPORTED / COM_ENOMEM with *out NULL. */
+ * Returns 0 with *out, or with *out NULL: COM_EINVAL (a malformed device string or option),
+ * COM_EUNSUPPORTED (no such device, no CUDA in this build, an unsupported model), COM_EIO /
+ * COM_EFORMAT / COM_ENOMEM. */
 int wrk_engine_new(const char *model_dir, const wrk_engine_opts_t *opts, wrk_engine_t **out,
                    com_error_t *err);
 /* Waits for every batch in flight, then frees everything. Accepts NULL; nulls *self_p. */
