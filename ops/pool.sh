@@ -314,15 +314,10 @@ up() {
         [ $ok -eq 1 ] || fail_up "redis-server did not answer on port $redis_port"
     fi
 
-    cat >"$rundir/pool.env" <<EOF
-EMBER_FRONTEND=$frontend
-EMBER_BACKEND=$backend
-EMBER_REDIS=$redis_url
-EMBER_POOL_DIR=$rundir
-EMBER_MODEL=$model
-EMBER_HEARTBEAT_MS=$heartbeat_ms
-EMBER_WORKER_THREADS=$threads
-EOF
+    # %q: the file is sourced, so paths with spaces or quotes must come back as they went in
+    printf 'EMBER_FRONTEND=%q\nEMBER_BACKEND=%q\nEMBER_REDIS=%q\nEMBER_POOL_DIR=%q\nEMBER_MODEL=%q\nEMBER_HEARTBEAT_MS=%q\nEMBER_WORKER_THREADS=%q\n' \
+        "$frontend" "$backend" "$redis_url" "$rundir" "$model" "$heartbeat_ms" "$threads" \
+        >"$rundir/pool.env"
     EMBER_MODEL=$model EMBER_BACKEND=$backend EMBER_REDIS=$redis_url EMBER_HEARTBEAT_MS=$heartbeat_ms
     EMBER_WORKER_THREADS=$threads
 

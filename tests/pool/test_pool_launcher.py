@@ -80,12 +80,13 @@ def procs_mentioning(*needles):
 
 
 def read_env(path):
+    """The variables pool.env sets when sourced, as an operator's shell sees them."""
+    p = subprocess.run(["bash", "-c", 'set -a && . "$1" && env -0', "read_env", path], capture_output=True)
     vals = {}
-    with open(path) as f:
-        for line in f:
-            if "=" in line:
-                k, v = line.rstrip("\n").split("=", 1)
-                vals[k] = v
+    for item in p.stdout.split(b"\0"):
+        k, _, v = item.decode().partition("=")
+        if k.startswith("EMBER_"):
+            vals[k] = v
     return vals
 
 
@@ -100,13 +101,17 @@ def kill_leftovers(pids):
 
 def test_up_down(tmp):
     d = os.path.join(tmp, "pool1")
+    # the model through a path with a space and a quote: pool.env must source back to it (and
+    # add-worker reads it from there)
+    model = os.path.join(tmp, "model dir's")
+    os.symlink(os.path.abspath(A.model), model)
     fe, be, rp = pu.free_endpoint(), pu.free_endpoint(), pu.free_port()
     ember = pu.Ember(A.ember, A.model)
     started = {}
     try:
         rc, out, err = pool_sh("up", "--workers", 2, "--dir", d, "--frontend", fe, "--backend", be,
                                "--redis-port", rp, "--heartbeat-ms", 200, "--threads", 1,
-                               "--model", A.model, "--wait-s", 60)
+                               "--model", model, "--wait-s", 60)
         started = read_pids(d)
         if not check(rc == 0, "pool.sh up --workers 2 exits 0 (%d: %s)" % (rc, err.strip()[-500:])):
             return
@@ -116,6 +121,8 @@ def test_up_down(tmp):
         penv = read_env(os.path.join(d, "pool.env"))
         check(penv.get("EMBER_FRONTEND") == fe and penv.get("EMBER_REDIS") == "redis://127.0.0.1:%d" % rp,
               "pool.env has EMBER_FRONTEND and EMBER_REDIS: %s" % penv)
+        check(penv.get("EMBER_MODEL") == model and penv.get("EMBER_POOL_DIR") == d,
+              "pool.env sources back to the model path with a space and a quote: %s" % penv)
         rc2, recs, _ = ember.status(penv.get("EMBER_REDIS", ""))
         check(rc2 == 0 and sum(1 for r in recs if r["kind"] == "worker" and r["healthy"] == "yes") == 2
               and sum(1 for r in recs if r["kind"] == "broker" and r["healthy"] == "yes") == 1,
