@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 struct com_registry_agent {
@@ -68,14 +69,7 @@ static void *s_main(void *arg) {
         if (a->stop)
             break;
         if (!a->kick) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += a->interval_ms / 1000;
-            ts.tv_nsec += (long)(a->interval_ms % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            struct timespec ts = com_clock_deadline_ms(a->interval_ms); /* cv is monotonic */
             while (!a->stop && !a->kick &&
                    pthread_cond_timedwait(&a->cv, &a->mu, &ts) != ETIMEDOUT) {
             }
@@ -109,7 +103,11 @@ static int s_start(const char *url, int is_worker, const com_worker_record_t *w,
     a->healthy = 1; /* so the first failure is logged */
     a->epoch = w ? w->epoch : 0;
     pthread_mutex_init(&a->mu, NULL);
-    pthread_cond_init(&a->cv, NULL);
+    if (com_clock_cond_init(&a->cv) != 0) {
+        pthread_mutex_destroy(&a->mu);
+        rc = com_error_set(err, COM_ENOMEM, "cannot make the registry condvar");
+        goto err;
+    }
     if (pthread_create(&a->thread, NULL, s_main, a) != 0) {
         pthread_mutex_destroy(&a->mu);
         pthread_cond_destroy(&a->cv);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/msgpack_read.h"
 #include "common/registry.h"
@@ -572,14 +573,7 @@ static void *s_discovery_main(void *arg) {
         pthread_mutex_unlock(&d->mu);
         s_discover_once(d);
         pthread_mutex_lock(&d->mu);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += d->interval_ms / 1000;
-        ts.tv_nsec += (long)(d->interval_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = com_clock_deadline_ms(d->interval_ms); /* d->cv is monotonic */
         while (!d->stop && pthread_cond_timedwait(&d->cv, &d->mu, &ts) != ETIMEDOUT) {
         }
     }
@@ -597,7 +591,11 @@ int wrk_discovery_start(const char *redis_url, int32_t interval_ms, wrk_discover
         return com_error_set(err, COM_ENOMEM, "discovery: out of memory");
     d->interval_ms = interval_ms;
     pthread_mutex_init(&d->mu, NULL);
-    pthread_cond_init(&d->cv, NULL);
+    if (com_clock_cond_init(&d->cv) != 0) {
+        pthread_mutex_destroy(&d->mu);
+        free(d);
+        return com_error_set(err, COM_ENOMEM, "discovery: cannot make a condvar");
+    }
     int rc = com_registry_new(redis_url, NULL, &d->reg, err);
     if (rc == 0 && pthread_create(&d->thread, NULL, s_discovery_main, d) != 0)
         rc = com_error_set(err, COM_EINTERNAL, "discovery: cannot start a thread");
