@@ -201,6 +201,52 @@ static redisReply *s_reply(com_registry_t *reg, com_error_t *err) {
     return r;
 }
 
+/* After a pipeline has been queued: hiredis fails to queue only when out of memory, leaving
+ * ctx->err set and a partial pipeline in its buffer; dropping the connection makes sure none of
+ * that (a MULTI without its EXEC, say) is ever sent. 0 or COM_ENOMEM. */
+static int s_queued(com_registry_t *reg, const char *what, com_error_t *err) {
+    if (!reg->ctx->err)
+        return 0;
+    int rc = com_error_set(err, COM_ENOMEM, "redis: cannot queue %s: %s", what, reg->ctx->errstr);
+    s_disconnect(reg);
+    return rc;
+}
+
+/* Checks one reply to `cmd arg`: an error reply, or (when want is not NULL) anything but the
+ * status reply want, fails with a message naming the command and Redis's error text.
+ * 0 or COM_EIO. */
+static int s_check(const redisReply *r, const char *want, const char *cmd, const char *arg,
+                   com_error_t *err) {
+    const char *sp = *arg ? " " : "";
+    if (r->type == REDIS_REPLY_ERROR)
+        return com_error_set(err, COM_EIO, "redis: %s%s%s: %s", cmd, sp, arg, r->str);
+    if (want && (r->type != REDIS_REPLY_STATUS || strcmp(r->str, want) != 0))
+        return com_error_set(err, COM_EIO, "redis: %s%s%s: unexpected reply (type %d), wanted %s",
+                             cmd, sp, arg, r->type, want);
+    return 0;
+}
+
+/* Checks EXEC's reply to a transaction of n commands (cmd[i] on arg[i]): it must be an array of
+ * n replies, none an error. Nil means the transaction was aborted, an error that it was
+ * discarded (a command was refused while queueing). 0 or COM_EIO. */
+static int s_check_exec(const redisReply *r, size_t n, const char *const *cmd,
+                        const char *const *arg, com_error_t *err) {
+    if (r->type == REDIS_REPLY_ERROR)
+        return com_error_set(err, COM_EIO, "redis: EXEC: %s", r->str);
+    if (r->type == REDIS_REPLY_NIL)
+        return com_error_set(err, COM_EIO, "redis: EXEC: transaction aborted (nil reply)");
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
+        return com_error_set(err, COM_EIO,
+                             "redis: EXEC: unexpected reply (type %d, %zu elements, wanted %zu)",
+                             r->type, r->type == REDIS_REPLY_ARRAY ? r->elements : 0, n);
+    for (size_t i = 0; i < n; i++) {
+        if (r->element[i]->type == REDIS_REPLY_ERROR)
+            return com_error_set(err, COM_EIO, "redis: EXEC: %s %s: %s", cmd[i], arg[i],
+                                 r->element[i]->str);
+    }
+    return 0;
+}
+
 static int s_put(com_registry_t *reg, const s_kind_t *k, void *rec, int64_t *last_seen,
                  int32_t ttl_ms, com_error_t *err) {
     if (s_ensure(reg, err) != 0)
@@ -235,13 +281,26 @@ static int s_put(com_registry_t *reg, const s_kind_t *k, void *rec, int64_t *las
     redisAppendCommand(reg->ctx, "PEXPIRE %s %s", key, ttl);
     redisAppendCommand(reg->ctx, "ZADD %s %s %s", set, score, id);
     redisAppendCommand(reg->ctx, "EXEC");
+    if (s_queued(reg, "MULTI/EXEC", err) != 0)
+        return COM_ENOMEM;
+    /* Replies: +OK to MULTI, +QUEUED to each command (or an error when one is refused, e.g. OOM,
+     * which makes EXEC fail too), then EXEC's. All are read, even after a failure, so that the
+     * connection stays in step; the first failure is reported. */
+    static const char *const cmd[] = {"HSET", "PEXPIRE", "ZADD"};
+    const char *const arg[] = {key, key, set};
     int rc = 0;
     for (int i = 0; i < 5; i++) {
         redisReply *r = s_reply(reg, err);
         if (!r)
             return COM_EIO;
-        if (r->type == REDIS_REPLY_ERROR && rc == 0)
-            rc = com_error_set(err, COM_EIO, "redis: %s", r->str);
+        if (rc == 0) {
+            if (i == 0)
+                rc = s_check(r, "OK", "MULTI", "", err);
+            else if (i < 4)
+                rc = s_check(r, "QUEUED", cmd[i - 1], arg[i - 1], err);
+            else
+                rc = s_check_exec(r, 3, cmd, arg, err);
+        }
         freeReplyObject(r);
     }
     return rc;
@@ -255,13 +314,18 @@ static int s_remove(com_registry_t *reg, const s_kind_t *k, const char *id, com_
     snprintf(set, sizeof set, "%s:%s", reg->prefix, k->many);
     redisAppendCommand(reg->ctx, "DEL %s", key);
     redisAppendCommand(reg->ctx, "ZREM %s %s", set, id);
+    if (s_queued(reg, "DEL/ZREM", err) != 0)
+        return COM_ENOMEM;
+    int rc = 0;
     for (int i = 0; i < 2; i++) {
         redisReply *r = s_reply(reg, err);
         if (!r)
             return COM_EIO;
+        if (rc == 0)
+            rc = s_check(r, NULL, i == 0 ? "DEL" : "ZREM", i == 0 ? key : set, err);
         freeReplyObject(r);
     }
-    return 0;
+    return rc;
 }
 
 /* Fills rec from an HGETALL reply (field, value, ...). Unknown fields are ignored; strings are
@@ -294,26 +358,35 @@ static int s_list(com_registry_t *reg, const s_kind_t *k, void **out, size_t *n,
     char set[96];
     snprintf(set, sizeof set, "%s:%s", reg->prefix, k->many);
     redisAppendCommand(reg->ctx, "ZREVRANGE %s 0 -1", set);
+    if (s_queued(reg, "ZREVRANGE", err) != 0)
+        return COM_ENOMEM;
     redisReply *ids = s_reply(reg, err);
     if (!ids)
         return COM_EIO;
-    if (ids->type != REDIS_REPLY_ARRAY) {
+    int rc = s_check(ids, NULL, "ZREVRANGE", set, err);
+    if (rc == 0 && ids->type != REDIS_REPLY_ARRAY)
+        rc = com_error_set(err, COM_EIO, "redis: ZREVRANGE %s: unexpected reply (type %d)", set,
+                           ids->type);
+    if (rc != 0) {
         freeReplyObject(ids);
-        return com_error_set(err, COM_EIO, "redis: unexpected reply to ZREVRANGE %s", set);
+        return rc;
     }
-    char *recs = calloc(ids->elements ? ids->elements : 1, k->rec_size);
-    if (!recs) {
+    size_t nids = ids->elements;
+    char *recs = calloc(nids ? nids : 1, k->rec_size);
+    unsigned char *stale = calloc(nids ? nids : 1, 1); /* [nids]: 1 where the hash is gone */
+    if (!recs || !stale) {
+        free(recs);
+        free(stale);
         freeReplyObject(ids);
         return com_error_set(err, COM_ENOMEM, "out of memory listing %s", k->many);
     }
-    for (size_t i = 0; i < ids->elements; i++)
+    for (size_t i = 0; i < nids; i++)
         redisAppendCommand(reg->ctx, "HGETALL %s:%s:%b", reg->prefix, k->one, ids->element[i]->str,
                            (size_t)ids->element[i]->len);
+    rc = s_queued(reg, "HGETALL", err);
     size_t live = 0, n_stale = 0;
-    int rc = 0;
     /* Read every pipelined reply first; stale members (their hash expired) are pruned after. */
-    unsigned char *stale = calloc(ids->elements ? ids->elements : 1, 1);
-    for (size_t i = 0; i < ids->elements && rc == 0; i++) {
+    for (size_t i = 0; i < nids && rc == 0; i++) {
         redisReply *h = s_reply(reg, err);
         if (!h) {
             rc = COM_EIO;
@@ -322,22 +395,37 @@ static int s_list(com_registry_t *reg, const s_kind_t *k, void **out, size_t *n,
         if (h->type == REDIS_REPLY_ARRAY && h->elements > 0) {
             s_fill(k, h, recs + live * k->rec_size);
             live++;
-        } else if (stale) {
+        } else {
             stale[i] = 1;
             n_stale++;
         }
         freeReplyObject(h);
     }
-    for (size_t i = 0; rc == 0 && n_stale > 0 && i < ids->elements; i++) {
-        if (!stale[i])
-            continue;
-        redisReply *z = redisCommand(reg->ctx, "ZREM %s %b", set, ids->element[i]->str,
-                                     (size_t)ids->element[i]->len);
-        if (!z) {
-            s_disconnect(reg);
-            break;
+    /* Prune in one pipeline too (many workers can expire at once, e.g. when a host goes down):
+     * queue every ZREM, then read every reply, all of them even after an error reply so that the
+     * connection stays in step; the first failure is reported. */
+    if (rc == 0 && n_stale > 0) {
+        for (size_t i = 0; i < nids; i++) {
+            if (stale[i])
+                redisAppendCommand(reg->ctx, "ZREM %s %b", set, ids->element[i]->str,
+                                   (size_t)ids->element[i]->len);
         }
-        freeReplyObject(z);
+        rc = s_queued(reg, "ZREM", err);
+        int bad = 0;
+        for (size_t i = 0; i < nids && rc == 0; i++) {
+            if (!stale[i])
+                continue;
+            redisReply *z = s_reply(reg, err);
+            if (!z) {
+                rc = COM_EIO;
+                break;
+            }
+            if (bad == 0)
+                bad = s_check(z, NULL, "ZREM", set, err);
+            freeReplyObject(z);
+        }
+        if (rc == 0)
+            rc = bad;
     }
     free(stale);
     freeReplyObject(ids);

@@ -80,18 +80,23 @@ typedef struct com_broker_record {
 } com_broker_record_t;
 
 /* Writes the record (hash with TTL ttl_ms, and the sorted-set score = now) in one MULTI/EXEC.
- * Sets rec->last_seen_ms. Returns 0, or COM_EIO when Redis cannot be reached (nothing else
- * changes; call again on the next heartbeat). */
+ * Sets rec->last_seen_ms. Returns 0; COM_EIO when Redis cannot be reached (nothing else
+ * changes; call again on the next heartbeat) or when it fails any command of the transaction
+ * (the message names the command and carries Redis's error, e.g. WRONGTYPE; Redis does not roll
+ * back, so the other commands may have been applied); COM_ENOMEM when the commands cannot be
+ * queued (the connection is dropped unsent). */
 int com_registry_put_worker(com_registry_t *reg, com_worker_record_t *rec, int32_t ttl_ms,
                             com_error_t *err);
 int com_registry_put_broker(com_registry_t *reg, com_broker_record_t *rec, int32_t ttl_ms,
                             com_error_t *err);
-/* Removes the record (hash and set member). Returns 0 or COM_EIO. */
+/* Removes the record (hash and set member). Returns 0, COM_EIO (unreachable, or an error reply,
+ * named in the message) or COM_ENOMEM. */
 int com_registry_remove_worker(com_registry_t *reg, const char *id, com_error_t *err);
 int com_registry_remove_broker(com_registry_t *reg, const char *id, com_error_t *err);
 
 /* Every live record (hash present), newest first, into a new array (*out, free() it) of *n.
- * Stale set members are pruned. Returns 0 or COM_EIO / COM_ENOMEM; *out NULL on error. */
+ * Stale set members are pruned, in one pipeline. Returns 0 or COM_EIO (unreachable, or an error
+ * reply, pruning's included) / COM_ENOMEM; *out NULL on error. */
 int com_registry_list_workers(com_registry_t *reg, com_worker_record_t **out, size_t *n,
                               com_error_t *err);
 int com_registry_list_brokers(com_registry_t *reg, com_broker_record_t **out, size_t *n,

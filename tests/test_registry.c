@@ -1,5 +1,8 @@
 /* tests/test_registry.c — the Redis registry (common/registry.h) against a real redis-server:
- * register, list, expire, remove, and survive Redis going away and coming back. */
+ * register, list, expire (many at once), remove, report commands Redis fails inside a
+ * transaction, and survive Redis going away and coming back. */
+#include <hiredis/hiredis.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +110,142 @@ static void s_test_roundtrip(const char *url) {
     com_registry_destroy(&reg);
 }
 
+/* One command on a fresh connection to the test server: the reply (freeReplyObject it), or NULL
+ * when the server cannot be reached. */
+static redisReply *s_raw(const test_redis_t *srv, const char *fmt, ...) {
+    struct timeval tv = {1, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", srv->port, tv);
+    if (!c || c->err) {
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    redisFree(c);
+    return r;
+}
+
+/* The integer reply to a raw command, or -1. */
+static long long s_raw_int(const test_redis_t *srv, const char *cmd, const char *key) {
+    redisReply *r = s_raw(srv, "%s %s", cmd, key);
+    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    if (r)
+        freeReplyObject(r);
+    return v;
+}
+
+/* Sends a raw command and checks that Redis did not answer with an error. */
+#define RAW_OK(srv, ...)                                                                           \
+    do {                                                                                           \
+        redisReply *r_ = s_raw(srv, __VA_ARGS__);                                                  \
+        CHECK_MSG(r_ && r_->type != REDIS_REPLY_ERROR, "raw command: %s",                          \
+                  r_ && r_->type == REDIS_REPLY_ERROR ? r_->str : "no reply");                     \
+        if (r_)                                                                                    \
+            freeReplyObject(r_);                                                                   \
+    } while (0)
+
+/* Many workers expiring at once (a host going down): one listing prunes every stale member,
+ * through one pipeline, and keeps the live one. */
+static void s_test_many_stale(const test_redis_t *srv) {
+    enum { N_STALE = 50 };
+    com_registry_opts_t o = {.key_prefix = "stale"};
+    com_registry_t *reg = NULL;
+    com_error_t err = {0};
+    CHECK(com_registry_new(srv->url, &o, &reg, &err) == 0);
+    com_worker_record_t live = s_worker("w-live", 1);
+    CHECK_MSG(com_registry_put_worker(reg, &live, 10000, &err) == 0, "%s", err.msg);
+    int put = 0;
+    for (int i = 0; i < N_STALE; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "w-stale-%02d", i);
+        com_worker_record_t w = s_worker(id, i);
+        put += com_registry_put_worker(reg, &w, 100, &err) == 0;
+    }
+    CHECK_MSG(put == N_STALE, "%d of %d puts: %s", put, N_STALE, err.msg);
+    CHECK(s_raw_int(srv, "ZCARD", "stale:workers") == N_STALE + 1);
+    s_sleep_ms(400);
+    com_worker_record_t *list = NULL;
+    size_t n = 0;
+    CHECK_MSG(com_registry_list_workers(reg, &list, &n, &err) == 0, "%s", err.msg);
+    CHECK(n == 1 && strcmp(list[0].id, "w-live") == 0);
+    free(list);
+    long long left = s_raw_int(srv, "ZCARD", "stale:workers");
+    CHECK_MSG(left == 1, "%lld set members left after pruning %d stale ones", left, N_STALE);
+    redisReply *r = s_raw(srv, "ZSCORE stale:workers w-live");
+    CHECK(r && r->type == REDIS_REPLY_STRING);
+    if (r)
+        freeReplyObject(r);
+    /* the connection is still in step: a second listing finds the same, nothing to prune */
+    CHECK(com_registry_list_workers(reg, &list, &n, &err) == 0 && n == 1);
+    free(list);
+    CHECK(com_registry_connected(reg));
+    com_registry_destroy(&reg);
+}
+
+/* Commands Redis fails inside MULTI/EXEC (WRONGTYPE at EXEC, OOM while queueing) are errors
+ * whose message names the command and Redis's reason; the connection stays usable after. */
+static void s_test_exec_errors(const test_redis_t *srv) {
+    com_registry_opts_t o = {.key_prefix = "wrong"};
+    com_registry_t *reg = NULL;
+    com_error_t err = {0};
+    CHECK(com_registry_new(srv->url, &o, &reg, &err) == 0);
+
+    /* the record's hash key holds a string: HSET fails inside EXEC */
+    RAW_OK(srv, "SET wrong:worker:w-x not-a-hash");
+    com_worker_record_t x = s_worker("w-x", 1);
+    int rc = com_registry_put_worker(reg, &x, 5000, &err);
+    CHECK_MSG(rc == COM_EIO, "put over a string key returned %d", rc);
+    CHECK_MSG(strstr(err.msg, "HSET wrong:worker:w-x") && strstr(err.msg, "WRONGTYPE"),
+              "message '%s'", err.msg);
+    printf("hash key of the wrong type: '%s'\n", err.msg);
+    CHECK(com_registry_connected(reg));
+    com_worker_record_t ok = s_worker("w-ok", 2);
+    CHECK_MSG(com_registry_put_worker(reg, &ok, 5000, &err) == 0, "%s", err.msg);
+    /* ZADD did add w-x (Redis does not roll back); its "hash" is no hash, so listing prunes it */
+    com_worker_record_t *list = NULL;
+    size_t n = 0;
+    CHECK_MSG(com_registry_list_workers(reg, &list, &n, &err) == 0, "%s", err.msg);
+    CHECK(n == 1 && strcmp(list[0].id, "w-ok") == 0);
+    free(list);
+    RAW_OK(srv, "DEL wrong:worker:w-x");
+
+    /* the sorted set's key holds a string: ZADD fails inside EXEC, and listing fails too */
+    RAW_OK(srv, "DEL wrong:workers");
+    RAW_OK(srv, "SET wrong:workers not-a-zset");
+    rc = com_registry_put_worker(reg, &ok, 5000, &err);
+    CHECK_MSG(rc == COM_EIO, "put over a string set returned %d", rc);
+    CHECK_MSG(strstr(err.msg, "ZADD wrong:workers") && strstr(err.msg, "WRONGTYPE"), "message '%s'",
+              err.msg);
+    printf("set key of the wrong type: '%s'\n", err.msg);
+    rc = com_registry_list_workers(reg, &list, &n, &err);
+    CHECK_MSG(rc == COM_EIO && list == NULL && strstr(err.msg, "WRONGTYPE"), "list: %d '%s'", rc,
+              err.msg);
+    rc = com_registry_remove_worker(reg, "w-ok", &err);
+    CHECK_MSG(rc == COM_EIO && strstr(err.msg, "ZREM wrong:workers") &&
+                  strstr(err.msg, "WRONGTYPE"),
+              "remove: %d '%s'", rc, err.msg);
+    RAW_OK(srv, "DEL wrong:workers");
+
+    /* out of memory: Redis refuses the commands while queueing and discards the transaction */
+    RAW_OK(srv, "CONFIG SET maxmemory 1");
+    rc = com_registry_put_worker(reg, &ok, 5000, &err);
+    RAW_OK(srv, "CONFIG SET maxmemory 0");
+    CHECK_MSG(rc == COM_EIO, "put while Redis is out of memory returned %d", rc);
+    CHECK_MSG(strstr(err.msg, "HSET wrong:worker:w-ok") && strstr(err.msg, "OOM"), "message '%s'",
+              err.msg);
+    printf("Redis out of memory: '%s'\n", err.msg);
+
+    /* and the connection is in step after all that */
+    CHECK_MSG(com_registry_put_worker(reg, &ok, 5000, &err) == 0, "%s", err.msg);
+    CHECK(com_registry_list_workers(reg, &list, &n, &err) == 0 && n == 1);
+    free(list);
+    CHECK(com_registry_connected(reg));
+    com_registry_destroy(&reg);
+}
+
 static void s_test_outage(test_redis_t *srv) {
     com_registry_opts_t o = {.key_prefix = "outage", .timeout_ms = 200, .reconnect_ms = 300};
     com_registry_t *reg = NULL;
@@ -197,6 +336,8 @@ int main(void) {
         return 1;
     }
     s_test_roundtrip(srv.url);
+    s_test_many_stale(&srv);
+    s_test_exec_errors(&srv);
     s_test_outage(&srv);
     s_test_agent(&srv);
     test_redis_destroy(&srv);
