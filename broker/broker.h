@@ -111,7 +111,6 @@ typedef struct brk_chunk {
     uint32_t attempt;  /* the attempt of the current (or next) dispatch */
     int32_t worker;    /* INFLIGHT: worker slot; else the slot of the last dispatch or -1 */
     int32_t failed_on; /* slot of the worker that last answered this chunk with an error, or -1 */
-    int64_t queued_us; /* when it (re-)entered the FIFO */
     struct brk_chunk *qprev, *qnext; /* FIFO links while QUEUED */
 } brk_chunk_t;
 
@@ -130,14 +129,13 @@ typedef struct brk_worker {
     size_t ident_len;
     char wid[BRK_NAME_MAX]; /* "wid" from ready (truncated for logs) */
     com_proto_task_t task;
-    uint32_t mbt, dim, msl;
+    uint32_t mbt;         /* max batch tokens from ready: caps the chunk budget */
     uint32_t credits;     /* window, capped at BRK_MAX_CREDITS */
     bool draining;        /* sent drain: no new chunks */
     int64_t last_recv_us; /* anything received from it */
     brk_inflight_t inflight[BRK_MAX_CREDITS];
     uint32_t n_inflight;
     uint64_t out_tokens; /* tokens in its in-flight entries */
-    uint64_t chunks_done;
 } brk_worker_t;
 
 typedef enum brk_req_state {
@@ -230,7 +228,9 @@ typedef struct brk {
  * buffer is consumed (freed) either way. */
 int brk_net_send(brk_t *b, void *sock, const uint8_t *ident, size_t ident_len,
                  com_proto_buf_t *buf);
-/* Encodes and sends an error reply with code and message to a client. */
+/* Answers a client on the frontend with an error reply: counts it (requests_failed,
+ * failed_by_code, overloads, deadline_misses), encodes it with com_proto_reply_error (the
+ * message truncated to 511 bytes) and sends it with brk_net_send. */
 void brk_net_reply_error(brk_t *b, const uint8_t *ident, size_t ident_len, uint64_t id,
                          com_proto_code_t code, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));

@@ -25,7 +25,6 @@
 
 void brk_fifo_push(brk_t *b, brk_chunk_t *ch, bool front) {
     ch->state = BRK_CHUNK_QUEUED;
-    ch->queued_us = com_clock_mono_us();
     if (front) {
         ch->qprev = NULL;
         ch->qnext = b->q_head;
@@ -388,8 +387,6 @@ static void s_on_ready(brk_t *b, int wi, const uint8_t *ident, size_t len,
     snprintf(w->wid, sizeof w->wid, "%.*s", (int)rd->worker_id.len, rd->worker_id.ptr);
     w->task = rd->task;
     w->mbt = rd->max_batch_tokens;
-    w->dim = rd->dim;
-    w->msl = rd->max_seq;
     w->credits = rd->credits < BRK_MAX_CREDITS ? rd->credits : BRK_MAX_CREDITS;
     w->draining = false;
     w->last_recv_us = now;
@@ -453,7 +450,6 @@ static void s_on_result(brk_t *b, int wi, uint64_t rid, const com_proto_result_t
     }
     if (ch->state == BRK_CHUNK_QUEUED)
         brk_fifo_remove(b, ch);
-    w->chunks_done++;
     b->c.chunks_done++;
     brk_request_chunk_done(b, ch, res); /* may answer and release r */
 }

@@ -5,10 +5,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "broker/broker.h"
-#include "common/clock.h"
 #include "common/log.h"
 
 static void s_free_buf(void *data, void *hint) {
@@ -47,24 +45,22 @@ fail:
 
 void brk_net_reply_error(brk_t *b, const uint8_t *ident, size_t ident_len, uint64_t id,
                          com_proto_code_t code, const char *fmt, ...) {
-    char msg[512];
+    char msg[COM_ERROR_MSG_MAX]; /* formatted here once, for the reply and the debug log */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    com_proto_error_msg_t e = {0};
-    e.code = (uint32_t)code;
-    e.msg.ptr = msg;
-    e.msg.len = (uint32_t)strlen(msg);
-    com_proto_buf_t buf = {0};
-    com_error_t err = {0};
+    if (n < 0)
+        msg[0] = '\0';
     b->c.requests_failed++;
     b->c.failed_by_code[(unsigned)code < BRK_CODE_SLOTS ? (unsigned)code : 0]++;
     if (code == COM_PROTO_OVERLOADED)
         b->c.overloads++;
     if (code == COM_PROTO_DEADLINE_EXCEEDED || code == COM_PROTO_NO_WORKERS)
         b->c.deadline_misses++;
-    if (com_proto_encode_error(id, &e, &buf, &err) != 0) {
+    com_proto_buf_t buf = {0};
+    com_error_t err = {0};
+    if (com_proto_reply_error(id, code, &buf, &err, "%s", msg) != 0) {
         COM_ERROR("cannot encode an error reply: %s", err.msg);
         return;
     }

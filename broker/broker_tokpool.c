@@ -17,7 +17,6 @@
 
 #include <zmq.h>
 
-#include "common/clock.h"
 #include "common/log.h"
 
 #define S_POLL_MS 50
@@ -57,7 +56,6 @@ static int s_grow(void **buf, size_t *cap, size_t need, size_t sz) {
 
 /* Tokenizes job's inputs with enc; fills the outputs. Pool thread. */
 static void s_run_job(const com_tokenizer_t *tok, brk_tok_job_t *job, com_encoding_t *enc) {
-    int64_t t0 = com_clock_mono_us();
     com_error_t err = {0};
     size_t cap = 0;
     job->lens = calloc(job->n ? job->n : 1, sizeof *job->lens);
@@ -66,7 +64,7 @@ static void s_run_job(const com_tokenizer_t *tok, brk_tok_job_t *job, com_encodi
     if (!job->lens || (job->pairs && !job->seg)) {
         job->rc = COM_ENOMEM;
         snprintf(job->errmsg, sizeof job->errmsg, "tokenizer: out of memory");
-        goto out;
+        return;
     }
     for (uint32_t i = 0; i < job->n; i++) {
         int rc;
@@ -82,12 +80,12 @@ static void s_run_job(const com_tokenizer_t *tok, brk_tok_job_t *job, com_encodi
             job->rc = rc;
             job->bad_index = job->first + i;
             snprintf(job->errmsg, sizeof job->errmsg, "%.200s", err.msg);
-            goto out;
+            return;
         }
         if (s_grow((void **)&job->ids, &cap, job->n_tokens + (size_t)enc->len, sizeof(int32_t))) {
             job->rc = COM_ENOMEM;
             snprintf(job->errmsg, sizeof job->errmsg, "tokenizer: out of memory");
-            goto out;
+            return;
         }
         memcpy(job->ids + job->n_tokens, enc->ids, (size_t)enc->len * sizeof(int32_t));
         job->n_tokens += (uint64_t)enc->len;
@@ -100,8 +98,6 @@ static void s_run_job(const com_tokenizer_t *tok, brk_tok_job_t *job, com_encodi
         }
     }
     job->rc = 0;
-out:
-    job->busy_us = com_clock_mono_us() - t0;
 }
 
 void brk_tok_job_run(const com_tokenizer_t *tok, brk_tok_job_t *job, com_encoding_t *enc) {

@@ -42,7 +42,6 @@ typedef struct brk_tok_job {
     uint32_t *lens;     /* [n] tokens per input, malloc'd */
     uint32_t *seg;      /* pairs: [n] first-segment lengths, malloc'd; else NULL */
     uint64_t n_tokens;
-    int64_t busy_us; /* time spent tokenizing */
 } brk_tok_job_t;
 
 /* Starts n_threads (>= 1) threads sharing tok (which must outlive the pool) in zmq context

@@ -202,7 +202,15 @@ static void s_broker_close(s_broker_t *b) {
     }
 }
 
-/* Opens b's DEALER and its monitor and connects. Returns 0 or -1 with c->err set. */
+/* The status of a ZeroMQ call that failed with errno e: EMBER_ENOMEM when it ran out of memory,
+ * else `otherwise` (EMBER_EINVAL for a connect to a bad endpoint, EMBER_EINTERNAL for the rest). */
+static int s_zmq_status(int e, int otherwise) {
+    return e == ENOMEM ? EMBER_ENOMEM : otherwise;
+}
+
+/* Opens b's DEALER and its monitor and connects. Returns EMBER_OK, or with c->err set and b's
+ * sockets closed: EMBER_EINVAL (the endpoint cannot be connected to: malformed, unknown
+ * transport), EMBER_ENOMEM, EMBER_EINTERNAL (another ZeroMQ failure). */
 static int s_broker_open(ember_client_t *c, s_broker_t *b) {
     int zero = 0, one = 1;
     int64_t maxmsg = 64 * 1024 * 1024 + 4096; /* the decoder's default message limit */
@@ -224,36 +232,42 @@ static int s_broker_open(ember_client_t *c, s_broker_t *b) {
     if (zmq_connect(b->sock, b->endpoint) != 0) {
         int e = zmq_errno();
         s_broker_close(b);
-        return s_fail(c, -1, "cannot connect to '%s': %s", b->endpoint, zmq_strerror(e));
+        return s_fail(c, s_zmq_status(e, EMBER_EINVAL), "cannot connect to '%s': %s", b->endpoint,
+                      zmq_strerror(e));
     }
-    return 0;
+    return EMBER_OK;
 err:;
     int e = zmq_errno();
     s_broker_close(b);
-    s_fail(c, -1, "broker '%s': zmq: %s", b->endpoint, zmq_strerror(e));
-    return -1;
+    return s_fail(c, s_zmq_status(e, EMBER_EINTERNAL), "broker '%s': zmq: %s", b->endpoint,
+                  zmq_strerror(e));
 }
 
-/* Finds the broker with endpoint ep, or adds it (opening its socket). Returns its index, or -1
- * with c->err set (full, bad endpoint, out of memory). */
+/* Finds the broker with endpoint ep, or adds it (opening its socket). Returns its index (>= 0),
+ * or with c->err set a negative status: EMBER_EINVAL (the table is full, the endpoint cannot be
+ * connected to), EMBER_ENOMEM, EMBER_EINTERNAL (ZeroMQ); the table is unchanged then. */
 static int s_broker_add(ember_client_t *c, const char *ep) {
     for (size_t i = 0; i < c->n_brokers; i++)
         if (strcmp(c->brokers[i].endpoint, ep) == 0) {
-            if (!c->brokers[i].sock && s_broker_open(c, &c->brokers[i]) != 0)
-                return -1;
+            if (!c->brokers[i].sock) {
+                int rc = s_broker_open(c, &c->brokers[i]);
+                if (rc != EMBER_OK)
+                    return rc;
+            }
             return (int)i;
         }
     if (c->n_brokers == S_MAX_BROKERS)
-        return s_fail(c, -1, "more than %d brokers", S_MAX_BROKERS);
+        return s_fail(c, EMBER_EINVAL, "more than %d brokers", S_MAX_BROKERS);
     s_broker_t *b = &c->brokers[c->n_brokers];
     memset(b, 0, sizeof *b);
     b->endpoint = strdup(ep);
     if (!b->endpoint)
-        return s_fail(c, -1, "out of memory");
-    if (s_broker_open(c, b) != 0) {
+        return s_fail(c, EMBER_ENOMEM, "out of memory");
+    int rc = s_broker_open(c, b);
+    if (rc != EMBER_OK) {
         free(b->endpoint);
         b->endpoint = NULL;
-        return -1;
+        return rc;
     }
     return (int)c->n_brokers++;
 }
@@ -300,6 +314,8 @@ static int s_discover(ember_client_t *c, int64_t now) {
         for (size_t i = 0; i < n; i++) {
             if (!recs[i].frontend[0] || (recs[i].state[0] && strcmp(recs[i].state, "ready")))
                 continue;
+            /* a record that cannot be added (bad endpoint, table full, out of memory) is
+             * skipped, c->err says why: one bad record must not hide the others */
             int bi = s_broker_add(c, recs[i].frontend);
             if (bi >= 0)
                 c->brokers[bi].listed = true;
@@ -1368,7 +1384,7 @@ EMBER_API int ember_client_new(const ember_options_t *opts, ember_client_t **out
         int bi = s_broker_add(c, o.brokers[i]);
         if (bi < 0) {
             s_errbuf(errbuf, errbuf_len, "%s", c->err);
-            rc = strstr(c->err, "out of memory") ? EMBER_ENOMEM : EMBER_EINVAL;
+            rc = bi;
             goto err;
         }
         c->brokers[bi].listed = true;

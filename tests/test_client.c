@@ -8,6 +8,7 @@
  * an FNV-1a hash of its bytes, so every value is exact in float16 and a reply can be checked
  * against the request it belongs to; element 1 is h-dependent + 1/3, which float16 rounds, so
  * the f16 test sees the wire's rounding. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -308,6 +309,26 @@ static void s_fake_stop(s_fake_t **fp) {
     *fp = NULL;
 }
 
+/* Fault injection for out of memory: libember copies each broker endpoint with strdup, and
+ * this definition (exported, so it interposes on libc's for the shared library too) fails like
+ * malloc would for the endpoint S_OOM_EP while s_oom_armed is set. s_oom_hits counts the
+ * failures, so a test can tell that the hook really ran. */
+#define S_OOM_EP "tcp://127.0.0.1:7"
+static atomic_int s_oom_armed, s_oom_hits;
+
+__attribute__((visibility("default"))) char *strdup(const char *src) {
+    if (atomic_load(&s_oom_armed) && strcmp(src, S_OOM_EP) == 0) {
+        atomic_fetch_add(&s_oom_hits, 1);
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t n = strlen(src) + 1;
+    char *dst = malloc(n);
+    if (dst)
+        memcpy(dst, src, n);
+    return dst;
+}
+
 /* An endpoint nothing listens on. */
 static void s_dead_endpoint(char *out, size_t cap) {
     void *ctx = zmq_ctx_new();
@@ -366,6 +387,21 @@ static void s_test_args(void) {
     o.brokers = bad;
     o.n_brokers = 1;
     CHECK(ember_client_new(&o, &c, why, sizeof why) == EMBER_EINVAL && c == NULL);
+    /* The status comes from the failure, never from the message: an endpoint that cannot be
+     * connected to is EINVAL even when its text says "out of memory"... */
+    const char *oom_text[] = {"out of memory"};
+    o.brokers = oom_text;
+    CHECK(ember_client_new(&o, &c, why, sizeof why) == EMBER_EINVAL && c == NULL);
+    CHECK(strstr(why, "cannot connect") != NULL);
+    /* ...and a real allocation failure (after a broker that was added) is ENOMEM */
+    const char *oom[] = {"tcp://127.0.0.1:1", S_OOM_EP};
+    o.brokers = oom;
+    o.n_brokers = 2;
+    atomic_store(&s_oom_armed, 1);
+    CHECK(ember_client_new(&o, &c, why, sizeof why) == EMBER_ENOMEM && c == NULL);
+    atomic_store(&s_oom_armed, 0);
+    CHECK(atomic_load(&s_oom_hits) == 1);
+    CHECK(strstr(why, "out of memory") != NULL);
     /* Redis that is not there */
     ember_options_init(&o);
     char dead[64];
