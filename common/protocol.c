@@ -6,11 +6,17 @@
  * with a sticky error, top-level map count patched at the end); then each message's encoder and
  * decoder side by side; then the decode and encode dispatchers.
  *
- * Decoder invariants: com_proto_decode runs com_mpr_check over the whole buffer first, so the
- * field readers walk a buffer known to be one well-formed map within the nesting limit; they
- * still check every reader status. Every count is compared with its limit before the calloc it
- * sizes, and a count can never exceed the bytes left (com_mpr_next guarantees it). Everything
- * the decoder allocates is recorded in msg->owned_ and freed on any failure.
+ * Decoder invariants: com_proto_decode has two paths over the same field readers. The fast
+ * path (the header "v", "t", "id" as the first three keys, as the encoder writes them) reads the
+ * message in one walk: the header, then each body field, skipping unknown values within the
+ * nesting budget com_mpr_check would give them, rejecting a header key seen again, and
+ * requiring no bytes after the map; it reports nothing (err NULL). Any failure there, or a
+ * header elsewhere, frees what it allocated and runs the strict path: com_mpr_check over the
+ * whole buffer, the whole header, then the body; it alone reports, so every error has the code
+ * and message it always had. Every count is compared with its limit before the allocation it
+ * sizes, and a count can never exceed the bytes left (com_mpr_next guarantees it); token ids are
+ * checked and copied in the same walk (s_ids). Everything the decoder allocates is recorded in
+ * msg->owned_ and freed on any failure.
  * Pure functions; no global state. */
 #include "common/protocol.h"
 
@@ -37,7 +43,8 @@ typedef struct s_dec {
     com_mpr_t r;
     const com_proto_limits_t *lim;
     com_proto_msg_t *m;
-    com_error_t *err;
+    com_error_t *err; /* NULL on the fast path (its failures are never reported) */
+    bool fast;        /* the fast path: no structural check ran, the header was read already */
 } s_dec_t;
 
 /* Records perr on the message and a formatted message in err; returns code. */
@@ -70,8 +77,10 @@ static int s_next(s_dec_t *d, const char *field, com_mpr_obj_t *o) {
     return 0;
 }
 
-static int s_skip(s_dec_t *d, const char *field) {
-    int rc = com_mpr_skip(&d->r, d->lim->max_depth, d->err);
+/* Steps over one object that may open depth_left more containers (the same budget
+ * com_mpr_check gives an object at that place, so the fast path enforces max_depth exactly). */
+static int s_skip(s_dec_t *d, const char *field, uint32_t depth_left) {
+    int rc = com_mpr_skip(&d->r, depth_left, d->err);
     if (rc != 0) {
         d->m->perr = rc == COM_ETOOLONG ? COM_PROTO_TOO_LARGE : COM_PROTO_BAD_REQUEST;
         return com_error_prefix(d->err, rc, "%s", field);
@@ -108,19 +117,40 @@ typedef struct s_map {
     uint32_t seen;    /* bit per known key met (duplicate check) */
     uint32_t present; /* bit per known key met with a non-nil value */
     const char *where;
+    uint32_t level; /* containers around the pairs: 1 for the message, 2 for "use", "tm"... */
 } s_map_t;
 
 static s_map_t s_map(const char *const *keys, int nk, uint32_t pairs, const char *where) {
-    s_map_t mp = {keys, nk, pairs, 0, 0, where};
+    s_map_t mp = {keys, nk, pairs, 0, 0, where, 1};
     return mp;
+}
+
+/* A map nested in the message ("use", "tm", "err"). */
+static s_map_t s_submap(const char *const *keys, int nk, uint32_t pairs, const char *where) {
+    s_map_t mp = s_map(keys, nk, pairs, where);
+    mp.level = 2;
+    return mp;
+}
+
+/* 0, 1, 2 for the header keys "v", "t", "id"; -1 for anything else. */
+static int s_header_key(const com_mpr_obj_t *k) {
+    if (k->kind != COM_MPR_STR || k->len == 0 || k->len > 2)
+        return -1;
+    if (k->len == 1)
+        return k->ptr[0] == 'v' ? 0 : k->ptr[0] == 't' ? 1 : -1;
+    return k->ptr[0] == 'i' && k->ptr[1] == 'd' ? 2 : -1;
 }
 
 /* Advances to the next known key with a non-nil value: returns 1 with *idx set and the cursor
  * on the value, 0 at the end of the map, or a negative code. Unknown keys (any type) are
  * skipped with their values; nil values count as absent; a known key seen twice is an error. */
 static int s_map_next(s_dec_t *d, s_map_t *mp, int *idx) {
+    /* An object among the pairs may open max_depth - level more containers (>= 1: max_depth
+     * >= 3 and maps nest at most 2 deep). */
+    uint32_t depth_left = d->lim->max_depth - mp->level;
     while (mp->left > 0) {
         mp->left--;
+        com_mpr_t at = d->r;
         com_mpr_obj_t k;
         int rc = s_next(d, mp->where, &k);
         if (rc != 0)
@@ -134,15 +164,19 @@ static int s_map_next(s_dec_t *d, s_map_t *mp, int *idx) {
                     break;
                 }
             }
+            /* The fast path consumed the header keys before the body: another one is a
+             * duplicate (the strict path names it). */
+            if (found < 0 && d->fast && mp->level == 1 && s_header_key(&k) >= 0)
+                return S_BAD(d, "duplicate key \"%.*s\" in %s", (int)k.len, (const char *)k.ptr,
+                             mp->where);
         } else if (k.kind == COM_MPR_ARRAY || k.kind == COM_MPR_MAP) {
-            /* A container key: step over its elements before the value. */
-            uint64_t items = k.kind == COM_MPR_MAP ? 2 * (uint64_t)k.len : k.len;
-            for (uint64_t i = 0; i < items; i++)
-                if ((rc = s_skip(d, mp->where)) != 0)
-                    return rc;
+            /* A container key: step over all of it before the value. */
+            d->r = at;
+            if ((rc = s_skip(d, mp->where, depth_left)) != 0)
+                return rc;
         }
         if (found < 0) {
-            if ((rc = s_skip(d, mp->where)) != 0)
+            if ((rc = s_skip(d, mp->where, depth_left)) != 0)
                 return rc;
             continue;
         }
@@ -266,13 +300,66 @@ static int s_task(s_dec_t *d, const char *field, com_proto_task_t *out) {
     return 0;
 }
 
-/* Reads an array of token-id arrays (pass 1 validates and counts, pass 2 copies). allow_empty:
- * whether an inner array may be empty. */
+/* Reads token id [i][j] of field into *out. The encodings the encoder writes for a
+ * non-negative int32 (positive fixint, uint8, uint16, uint32 below 2^31) are read inline;
+ * every other encoding and every error go through the bounded reader, with the messages below. */
+static inline int s_id(s_dec_t *d, const char *field, uint32_t i, uint32_t j, int32_t *out) {
+    const uint8_t *p = d->r.p;
+    size_t left = (size_t)(d->r.end - p);
+    if (left >= 1 && p[0] <= 0x7f) {
+        *out = p[0];
+        d->r.p = p + 1;
+        return 0;
+    }
+    if (left >= 3 && p[0] == 0xcd) {
+        *out = (int32_t)((uint32_t)p[1] << 8 | p[2]);
+        d->r.p = p + 3;
+        return 0;
+    }
+    if (left >= 5 && p[0] == 0xce && p[1] <= 0x7f) {
+        *out = (int32_t)((uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4]);
+        d->r.p = p + 5;
+        return 0;
+    }
+    if (left >= 2 && p[0] == 0xcc) {
+        *out = p[1];
+        d->r.p = p + 2;
+        return 0;
+    }
+    com_mpr_obj_t o;
+    int rc = s_next(d, field, &o);
+    if (rc != 0)
+        return rc;
+    if (o.kind == COM_MPR_INT)
+        return S_BAD(d, "\"%s\"[%u][%u]: token id %lld is negative", field, i, j, (long long)o.v.i);
+    if (o.kind != COM_MPR_UINT)
+        return S_BAD(d, "\"%s\"[%u][%u]: expected a token id (integer), got %s", field, i, j,
+                     com_mpr_kind_name(o.kind));
+    if (o.v.u > INT32_MAX)
+        return S_BAD(d, "\"%s\"[%u][%u]: token id %llu exceeds 2147483647", field, i, j,
+                     (unsigned long long)o.v.u);
+    *out = (int32_t)o.v.u;
+    return 0;
+}
+
+/* Reads an array of n (<= max_inputs, checked by the caller) token-id arrays in one walk:
+ * each inner array's length is checked against max_tokens_per_input and the running total
+ * against max_total_tokens before the ids array grows to hold it, then its ids are checked and
+ * copied. The ids array grows to the checked total with headroom (first to that length x n,
+ * exact for equal-length sequences, then doubling), never past max_total_tokens nor past the
+ * ids the bytes left could hold (one byte at least each). An allocation failure is reported
+ * only if the ids turn out valid, so a malformed input keeps its code. allow_empty: whether an
+ * inner array may be empty. */
 static int s_ids(s_dec_t *d, const char *field, uint32_t n, bool allow_empty,
                  com_proto_inputs_t *in) {
     const com_proto_limits_t *lim = d->lim;
-    com_mpr_t start = d->r;
-    uint64_t total = 0;
+    int alloc_rc = 0; /* first allocation failure, already recorded by s_fail */
+    int32_t *offs = s_alloc(d, (size_t)n + 1, sizeof *offs, field); /* [n + 1], owned */
+    if (!offs)
+        alloc_rc = d->err ? d->err->code : COM_ENOMEM;
+    int32_t *ids = NULL; /* [cap] token ids, owned by the message at owned_[ids_slot] */
+    uint32_t ids_slot = 0;
+    size_t cap = 0, total = 0;
     com_mpr_obj_t o;
     int rc;
     for (uint32_t i = 0; i < n; i++) {
@@ -286,49 +373,51 @@ static int s_ids(s_dec_t *d, const char *field, uint32_t n, bool allow_empty,
         if (o.len > lim->max_tokens_per_input)
             return S_BIG(d, "\"%s\"[%u]: %u token ids exceed the limit max_tokens_per_input = %u",
                          field, i, o.len, lim->max_tokens_per_input);
-        total += o.len;
-        if (total > lim->max_total_tokens)
+        uint32_t len = o.len;
+        size_t need = total + len;
+        if (need > lim->max_total_tokens)
             return S_BIG(d,
                          "\"%s\": more than %u token ids in the message (limit "
                          "max_total_tokens), at input %u",
                          field, lim->max_total_tokens, i);
-        uint32_t len = o.len;
-        for (uint32_t j = 0; j < len; j++) {
-            if ((rc = s_next(d, field, &o)) != 0)
-                return rc;
-            if (o.kind == COM_MPR_INT)
-                return S_BAD(d, "\"%s\"[%u][%u]: token id %lld is negative", field, i, j,
-                             (long long)o.v.i);
-            if (o.kind != COM_MPR_UINT)
-                return S_BAD(d, "\"%s\"[%u][%u]: expected a token id (integer), got %s", field, i,
-                             j, com_mpr_kind_name(o.kind));
-            if (o.v.u > INT32_MAX)
-                return S_BAD(d, "\"%s\"[%u][%u]: token id %llu exceeds 2147483647", field, i, j,
-                             (unsigned long long)o.v.u);
+        if (need > cap && alloc_rc == 0) {
+            uint64_t want = ids ? 2 * (uint64_t)cap : (uint64_t)len * n;
+            uint64_t fit = total + com_mpr_remaining(&d->r); /* >= need: len fits the bytes */
+            want = want > lim->max_total_tokens ? lim->max_total_tokens : want;
+            want = want > fit ? fit : want;
+            want = want < need ? need : want;
+            int32_t *grown;
+            if (!ids) {
+                if ((grown = s_alloc(d, (size_t)want, sizeof *ids, field)) != NULL)
+                    ids_slot = d->m->n_owned_ - 1;
+            } else if (!(grown = realloc(ids, (size_t)want * sizeof *ids))) {
+                s_fail(d, COM_PROTO_INTERNAL, COM_ENOMEM,
+                       "\"%s\": out of memory for %llu token ids", field, (unsigned long long)want);
+            }
+            if (grown) {
+                d->m->owned_[ids_slot] = ids = grown;
+                cap = (size_t)want;
+            } else {
+                alloc_rc = d->err ? d->err->code : COM_ENOMEM;
+            }
         }
+        if (offs)
+            offs[i] = (int32_t)total;
+        int32_t sink = 0, *dst = alloc_rc == 0 ? ids + total : NULL;
+        for (uint32_t j = 0; j < len; j++)
+            if ((rc = s_id(d, field, i, j, dst ? dst + j : &sink)) != 0)
+                return rc;
+        total = need;
     }
+    if (alloc_rc != 0) /* the ids are valid: the allocation failure stands (err still has it) */
+        return alloc_rc;
+    if (!ids && !(ids = s_alloc(d, 0, sizeof *ids, field))) /* all inputs empty */
+        return d->err ? d->err->code : COM_ENOMEM;
+    offs[n] = (int32_t)total;
     in->kind = COM_PROTO_IN_IDS;
     in->n = n;
-    in->offs = s_alloc(d, (size_t)n + 1, sizeof *in->offs, field);
-    if (!in->offs)
-        return d->err ? d->err->code : COM_ENOMEM;
-    in->ids = s_alloc(d, (size_t)total, sizeof *in->ids, field);
-    if (!in->ids)
-        return d->err ? d->err->code : COM_ENOMEM;
-    d->r = start; /* pass 2: already validated */
-    int32_t at = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if ((rc = s_next(d, field, &o)) != 0)
-            return rc;
-        uint32_t len = o.len;
-        in->offs[i] = at;
-        for (uint32_t j = 0; j < len; j++) {
-            if ((rc = s_next(d, field, &o)) != 0)
-                return rc;
-            in->ids[at++] = (int32_t)o.v.u;
-        }
-    }
-    in->offs[n] = at;
+    in->offs = offs;
+    in->ids = ids;
     return 0;
 }
 
@@ -457,7 +546,7 @@ static int s_usage(s_dec_t *d, com_proto_usage_t *u) {
     int rc = s_open_map(d, "use", &pairs);
     if (rc != 0)
         return rc;
-    s_map_t mp = s_map(keys, 1, pairs, "\"use\"");
+    s_map_t mp = s_submap(keys, 1, pairs, "\"use\"");
     int k;
     while ((rc = s_map_next(d, &mp, &k)) > 0)
         if ((rc = s_u64(d, "use.tok", UINT64_MAX, &u->tokens)) != 0)
@@ -473,7 +562,7 @@ static int s_timings(s_dec_t *d, com_proto_timings_t *t) {
     int rc = s_open_map(d, "tm", &pairs);
     if (rc != 0)
         return rc;
-    s_map_t mp = s_map(keys, 4, pairs, "\"tm\"");
+    s_map_t mp = s_submap(keys, 4, pairs, "\"tm\"");
     int k;
     while ((rc = s_map_next(d, &mp, &k)) > 0)
         if ((rc = s_u64(d, names[k], UINT64_MAX, dst[k])) != 0)
@@ -1270,7 +1359,7 @@ static int s_dec_result_err(s_dec_t *d, com_proto_result_t *b) {
     int rc = s_open_map(d, "err", &pairs);
     if (rc != 0)
         return rc;
-    s_map_t mp = s_map(s_err_keys, 2, pairs, "\"err\"");
+    s_map_t mp = s_submap(s_err_keys, 2, pairs, "\"err\"");
     int k;
     while ((rc = s_map_next(d, &mp, &k)) > 0) {
         rc = k == 0 ? s_u32(d, "err.code", &b->err_code) : s_name(d, "err.msg", &b->err_msg);
@@ -1392,7 +1481,7 @@ static int s_header(s_dec_t *d, uint32_t pairs) {
             return rc;
         if (vals[k].kind == COM_MPR_ARRAY || vals[k].kind == COM_MPR_MAP) {
             d->r = at; /* step over the whole container; the type error comes below */
-            if ((rc = s_skip(d, keys[k])) != 0)
+            if ((rc = s_skip(d, keys[k], d->lim->max_depth - 1)) != 0)
                 return rc;
         }
     }
@@ -1428,6 +1517,46 @@ static int s_header(s_dec_t *d, uint32_t pairs) {
     return S_BAD(d, "unknown message type \"%.*s\"", (int)(t.len > 32 ? 32 : t.len), t.ptr);
 }
 
+/* The fast path's header: the encoder writes "v", "t" and "id" as the first three keys. Reads
+ * them when they are exactly that, in any order, with valid values (this version, a known type,
+ * an unsigned id), and returns true with the cursor after them; false otherwise, reporting
+ * nothing (the strict path then decides). */
+static bool s_header_fast(s_dec_t *d, uint32_t pairs) {
+    if (pairs < 3)
+        return false;
+    com_proto_msg_t *m = d->m;
+    unsigned seen = 0;
+    for (int i = 0; i < 3; i++) {
+        com_mpr_obj_t k, v;
+        if (com_mpr_next(&d->r, &k, NULL) != 0 || com_mpr_next(&d->r, &v, NULL) != 0)
+            return false;
+        int which = s_header_key(&k);
+        if (which < 0 || (seen & (1u << which)))
+            return false;
+        seen |= 1u << which;
+        if (which == 1) {
+            if (v.kind != COM_MPR_STR)
+                return false;
+            com_proto_str_t t = {(const char *)v.ptr, v.len};
+            for (int ty = 1; ty < COM_PROTO_TYPE_COUNT && !m->type; ty++)
+                if (s_streq(t, com_proto_type_name((com_proto_type_t)ty)))
+                    m->type = (com_proto_type_t)ty;
+            if (!m->type)
+                return false;
+        } else if (v.kind != COM_MPR_UINT) {
+            return false;
+        } else if (which == 0) {
+            if (v.v.u != COM_PROTO_VERSION)
+                return false;
+            m->version = COM_PROTO_VERSION;
+        } else {
+            m->id = v.v.u;
+            m->has_id = true;
+        }
+    }
+    return true;
+}
+
 /* After the structural check failed: reads the top-level map's pairs in order, as far as they
  * are well formed, and takes "id" if it comes before the damage, so the error reply can still
  * be addressed. Reads nothing past the buffer (the bounded reader checks every length). */
@@ -1454,6 +1583,51 @@ static void s_salvage_id(const void *buf, size_t len, com_proto_msg_t *m) {
     }
 }
 
+/* Decodes the body of a message of type d->m->type: the top-level map's pairs (those left
+ * after the header on the fast path; all of them, header included, on the strict path). */
+static int s_dec_body(s_dec_t *d, uint32_t n) {
+    com_proto_msg_t *m = d->m;
+    switch (m->type) {
+    case COM_PROTO_EMBED:
+        m->u.embed.normalize = -1;
+        m->u.embed.truncate = true;
+        return s_dec_embed(d, n, &m->u.embed);
+    case COM_PROTO_SCORE:
+        m->u.score.truncate = true;
+        return s_dec_score(d, n, &m->u.score);
+    case COM_PROTO_TOKENIZE:
+        m->u.tokenize.truncate = true;
+        return s_dec_tokenize(d, n, &m->u.tokenize);
+    case COM_PROTO_INFO:
+        return s_dec_info(d, n, &m->u.info);
+    case COM_PROTO_EMBED_REPLY:
+        return s_dec_embed_reply(d, n, &m->u.embed_reply);
+    case COM_PROTO_SCORE_REPLY:
+        return s_dec_score_reply(d, n, &m->u.score_reply);
+    case COM_PROTO_TOKENIZE_REPLY:
+        return s_dec_tokenize_reply(d, n, &m->u.tokenize_reply);
+    case COM_PROTO_INFO_REPLY:
+        return s_dec_info_reply(d, n, &m->u.info_reply);
+    case COM_PROTO_ERROR:
+        return s_dec_error(d, n, &m->u.error);
+    case COM_PROTO_READY:
+        return s_dec_ready(d, n, &m->u.ready);
+    case COM_PROTO_CHUNK:
+        m->u.chunk.normalize = -1;
+        return s_dec_chunk(d, n, &m->u.chunk);
+    case COM_PROTO_RESULT:
+        return s_dec_result(d, n, &m->u.result);
+    case COM_PROTO_HEARTBEAT:
+        return s_dec_heartbeat(d, n, &m->u.hb);
+    case COM_PROTO_DRAIN:
+        return s_dec_notice(d, n, &m->u.drain, "drain");
+    case COM_PROTO_DISCONNECT:
+        return s_dec_notice(d, n, &m->u.disconnect, "disconnect");
+    default:
+        return s_fail(d, COM_PROTO_INTERNAL, COM_EINTERNAL, "no decoder for type %d", (int)m->type);
+    }
+}
+
 int com_proto_decode(const void *buf, size_t len, const com_proto_limits_t *lim,
                      com_proto_msg_t *out, com_error_t *err) {
     com_proto_limits_t defaults;
@@ -1471,6 +1645,24 @@ int com_proto_decode(const void *buf, size_t len, const com_proto_limits_t *lim,
                      lim->max_msg_bytes);
     if (len == 0 || !buf)
         return S_BAD(&d, "empty message");
+    /* Fast path, one walk: the header in front (as the encoder writes it), then the body read
+     * field by field with the same checks as below, every skipped value within max_depth, and
+     * no bytes after the map; so it succeeds only where the strict path succeeds, with the same
+     * result. Any failure, or a header elsewhere, goes to the strict path, which reports. */
+    com_mpr_obj_t top;
+    d.err = NULL;
+    d.fast = true;
+    com_mpr_init(&d.r, buf, len);
+    if (com_mpr_next(&d.r, &top, NULL) == 0 && top.kind == COM_MPR_MAP &&
+        s_header_fast(&d, top.len) && s_dec_body(&d, top.len - 3) == 0 &&
+        com_mpr_remaining(&d.r) == 0) {
+        out->perr = COM_PROTO_OK;
+        return 0;
+    }
+    com_proto_msg_free(out); /* frees what the fast path allocated; zeroes */
+    d.err = err;
+    d.fast = false;
+    /* Strict path: structure first, then the whole header, then the body. */
     rc = com_mpr_check(buf, len, lim->max_depth, err);
     if (rc != 0)
         s_salvage_id(buf, len, out);
@@ -1481,7 +1673,6 @@ int com_proto_decode(const void *buf, size_t len, const com_proto_limits_t *lim,
         return com_error_prefix(err, rc, "malformed message");
     }
     com_mpr_init(&d.r, buf, len);
-    com_mpr_obj_t top;
     if ((rc = s_next(&d, "message", &top)) != 0)
         return rc;
     if (top.kind != COM_MPR_MAP)
@@ -1490,64 +1681,7 @@ int com_proto_decode(const void *buf, size_t len, const com_proto_limits_t *lim,
     if ((rc = s_header(&d, top.len)) != 0)
         goto fail;
     d.r = body;
-    uint32_t n = top.len;
-    switch (out->type) {
-    case COM_PROTO_EMBED:
-        out->u.embed.normalize = -1;
-        out->u.embed.truncate = true;
-        rc = s_dec_embed(&d, n, &out->u.embed);
-        break;
-    case COM_PROTO_SCORE:
-        out->u.score.truncate = true;
-        rc = s_dec_score(&d, n, &out->u.score);
-        break;
-    case COM_PROTO_TOKENIZE:
-        out->u.tokenize.truncate = true;
-        rc = s_dec_tokenize(&d, n, &out->u.tokenize);
-        break;
-    case COM_PROTO_INFO:
-        rc = s_dec_info(&d, n, &out->u.info);
-        break;
-    case COM_PROTO_EMBED_REPLY:
-        rc = s_dec_embed_reply(&d, n, &out->u.embed_reply);
-        break;
-    case COM_PROTO_SCORE_REPLY:
-        rc = s_dec_score_reply(&d, n, &out->u.score_reply);
-        break;
-    case COM_PROTO_TOKENIZE_REPLY:
-        rc = s_dec_tokenize_reply(&d, n, &out->u.tokenize_reply);
-        break;
-    case COM_PROTO_INFO_REPLY:
-        rc = s_dec_info_reply(&d, n, &out->u.info_reply);
-        break;
-    case COM_PROTO_ERROR:
-        rc = s_dec_error(&d, n, &out->u.error);
-        break;
-    case COM_PROTO_READY:
-        rc = s_dec_ready(&d, n, &out->u.ready);
-        break;
-    case COM_PROTO_CHUNK:
-        out->u.chunk.normalize = -1;
-        rc = s_dec_chunk(&d, n, &out->u.chunk);
-        break;
-    case COM_PROTO_RESULT:
-        rc = s_dec_result(&d, n, &out->u.result);
-        break;
-    case COM_PROTO_HEARTBEAT:
-        rc = s_dec_heartbeat(&d, n, &out->u.hb);
-        break;
-    case COM_PROTO_DRAIN:
-        rc = s_dec_notice(&d, n, &out->u.drain, "drain");
-        break;
-    case COM_PROTO_DISCONNECT:
-        rc = s_dec_notice(&d, n, &out->u.disconnect, "disconnect");
-        break;
-    default:
-        rc =
-            s_fail(&d, COM_PROTO_INTERNAL, COM_EINTERNAL, "no decoder for type %d", (int)out->type);
-        break;
-    }
-    if (rc == 0) {
+    if ((rc = s_dec_body(&d, top.len)) == 0) {
         out->perr = COM_PROTO_OK;
         return 0;
     }

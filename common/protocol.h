@@ -7,13 +7,16 @@
  * duplicated known key or a value out of range is an error.
  *
  * Decoding (com_proto_decode) treats the bytes as hostile: the message size is checked first,
- * then the whole buffer is walked once with the bounded reader (common/msgpack_read.h) to check
- * it is exactly one well-formed map nested at most max_depth deep, and only then are fields
- * read; every count is checked against the limits (com_proto_limits_t) before anything is
- * allocated from it. Strings and bins are views into the caller's buffer (zero-copy), so the
- * buffer must outlive the decoded message; arrays of numbers (token ids, counts) are copied
- * into arrays the message owns, freed by com_proto_msg_free(). Text inputs are NOT checked for
- * valid UTF-8 here: the tokenizer repairs invalid sequences (docs/architecture.md).
+ * and every byte is read with the bounded reader (common/msgpack_read.h). A message whose
+ * header comes first (as com_proto_encode writes it) is decoded in one walk that also checks
+ * it is exactly one well-formed map nested at most max_depth deep; anything else, and every
+ * failure, is decoded again strictly (the whole buffer's structure, then the header, then the
+ * fields), which decides the error. Every count is checked against the limits
+ * (com_proto_limits_t) before anything is allocated from it. Strings and bins are views into the
+ * caller's buffer (zero-copy), so the buffer must outlive the decoded message; arrays of numbers
+ * (token ids, counts) are copied into arrays the message owns, freed by com_proto_msg_free(). Text
+ * inputs are NOT checked for valid UTF-8 here: the tokenizer repairs invalid sequences
+ * (docs/architecture.md).
  *
  * Encoding (com_proto_encode and the typed com_proto_encode_<type> wrappers) takes the same
  * structs, filled by the caller with its own pointers, checks their consistency (COM_EINVAL)

@@ -4,7 +4,9 @@
  * every known key duplicated, every limit at the limit (accepted) and at limit + 1 (TOO_LARGE,
  * message naming the limit), truncation at every prefix length, hostile inputs (huge declared
  * lengths, 1000-deep nesting, ext types, reserved bytes, non-map top level, bad versions),
- * encoder consistency checks, tensor packing, and the committed fuzz seeds.
+ * encoder consistency checks, tensor packing, the committed fuzz seeds, and the decoder's fast
+ * path against its strict path (header first vs last under byte mutations, nesting budgets,
+ * error precedence, growing ids arrays, unusual id encodings).
  *
  * Every decode runs over an exact-size heap copy of the bytes, so an over-read is caught by
  * ASan (build-proto-asan, -DEMBER_SANITIZE=ON).
@@ -1544,6 +1546,279 @@ static void test_seeds(void) {
 
 /* A message whose structure breaks after its "id" still yields the id, so the broker can
  * address its error reply; an id after the damage is not guessed. */
+/* ---------------------------------------------------------------- fast and strict paths
+ * The decoder reads a message whose header comes first (as the encoder writes it) in one walk,
+ * and sends any other message, and every failure, through the strict path (structure, whole
+ * header, body). These check that the two agree: the same message with its header first and
+ * last under byte mutations; skipped values at max_depth exactly and one deeper; which error
+ * wins when there are several; ids arrays that grow; id encodings the encoder never writes. */
+
+/* The message buf with its first three pairs (the header) moved after the others. */
+static uint8_t *s_header_last(const uint8_t *buf, size_t len, size_t *out_len) {
+    span_t sp[64];
+    uint32_t n = s_spans(buf, len, sp, 64);
+    uint8_t *o = malloc(len);
+    size_t hdr = sp[2].end - sp[0].key_at;
+    memcpy(o, buf, 5);
+    memcpy(o + 5, buf + sp[2].end, len - sp[2].end);
+    memcpy(o + 5 + (len - sp[2].end), buf + sp[0].key_at, hdr);
+    CHECK(n >= 3 && !strcmp(sp[0].key, "v") && !strcmp(sp[1].key, "t") && !strcmp(sp[2].key, "id"));
+    *out_len = len;
+    return o;
+}
+
+/* Mutates each body byte of buf (header first) and of the same message with its header last
+ * to a few values, and expects the same outcome from both. */
+static void s_expect_agree(const char *what, const uint8_t *buf, size_t len) {
+    span_t sp[64];
+    s_spans(buf, len, sp, 64);
+    size_t body = sp[2].end, blen = len - body;
+    size_t len2;
+    uint8_t *last = s_header_last(buf, len, &len2);
+    static const uint8_t vals[] = {0x00, 0x05, 0x7f, 0x80, 0x91, 0xa1, 0xc0, 0xc1, 0xc3,
+                                   0xcc, 0xce, 0xcf, 0xd0, 0xd3, 0xdc, 0xdd, 0xff};
+    uint8_t *a = malloc(len), *b = malloc(len);
+    int cases = 0, oks = 0;
+    for (size_t j = 0; j < blen; j++) {
+        for (size_t v = 0; v <= sizeof vals; v++) {
+            memcpy(a, buf, len);
+            memcpy(b, last, len);
+            uint8_t x = v < sizeof vals ? vals[v] : (uint8_t)(buf[body + j] ^ 1);
+            a[body + j] = x;
+            b[5 + j] = x;
+            com_proto_msg_t ma, mb;
+            com_error_t ea = {0}, eb = {0};
+            void *ca, *cb;
+            int ra = s_decode(a, len, NULL, &ma, &ea, &ca);
+            int rb = s_decode(b, len, NULL, &mb, &eb, &cb);
+            cases++;
+            oks += ra == 0;
+            CHECK_MSG(ra == rb && ma.perr == mb.perr,
+                      "%s: byte %zu = 0x%02x: header first %s %s (%s), header last %s %s (%s)",
+                      what, j, x, com_error_name(ra), com_proto_code_name(ma.perr), ea.msg,
+                      com_error_name(rb), com_proto_code_name(mb.perr), eb.msg);
+            if (ra == 0 && rb == 0)
+                CHECK_MSG(com_proto_msg_equal(&ma, &mb), "%s: byte %zu = 0x%02x: differ", what, j,
+                          x);
+            if (ra != 0) /* the header came first and intact: the reply can be addressed */
+                CHECK(ma.n_owned_ == 0 && ma.has_id);
+            com_proto_msg_free(&ma);
+            com_proto_msg_free(&mb);
+            free(ca);
+            free(cb);
+        }
+    }
+    CHECK_MSG(oks > 0 && oks < cases, "%s: %d of %d mutations decoded", what, oks, cases);
+    free(a);
+    free(b);
+    free(last);
+}
+
+/* n nested single-element arrays around nil: opens n containers. */
+static size_t s_nest(uint8_t *out, int n) {
+    memset(out, 0x91, (size_t)n);
+    out[n] = 0xc0;
+    return (size_t)n + 1;
+}
+
+/* Encodes a chunk of n sequences of lens[i] ids (widths cycling 1, 2, 3 and 5 bytes). */
+static void s_chunk_of(arena_t *a, const uint32_t *lens, uint32_t n, com_proto_msg_t *m,
+                       com_proto_buf_t *b) {
+    static const int32_t widths[] = {5, 200, 40000, 1 << 30};
+    com_proto_msg_init(m, COM_PROTO_CHUNK, 77);
+    com_proto_chunk_t *c = &m->u.chunk;
+    c->chunk_id = 2;
+    c->attempt = 1;
+    c->in.kind = COM_PROTO_IN_IDS;
+    c->in.n = n;
+    c->in.offs = s_a(a, (n + 1) * sizeof *c->in.offs);
+    c->seg = s_a(a, n * sizeof *c->seg);
+    int32_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        c->in.offs[i] = total;
+        c->seg[i] = lens[i] / 2;
+        total += (int32_t)lens[i];
+    }
+    c->in.offs[n] = total;
+    c->in.ids = s_a(a, (size_t)total * sizeof *c->in.ids);
+    for (int32_t j = 0; j < total; j++)
+        c->in.ids[j] = widths[j % 4] + j;
+    c->dims = 64;
+    c->dtype = COM_PROTO_F16;
+    c->deadline_ms = 900;
+    CHECK(com_proto_encode(m, b, NULL) == 0);
+}
+
+static void test_fast_path(void) {
+    arena_t a = {0};
+    com_proto_msg_t m, r;
+    com_proto_buf_t b = {0}, rb = {0};
+    const uint32_t lens[] = {1, 6, 13, 2};
+    s_chunk_of(&a, lens, 4, &m, &b);
+    com_proto_msg_init(&r, COM_PROTO_RESULT, 78);
+    r.u.result.failed = true;
+    r.u.result.err_code = COM_PROTO_INTERNAL;
+    r.u.result.err_msg = (com_proto_str_t){"boom", 4};
+    r.u.result.timing = (com_proto_timings_t){1, 2, 3, 4};
+    CHECK(com_proto_encode(&r, &rb, NULL) == 0);
+
+    /* The header first, last, or behind an unknown key: the same message. */
+    size_t len;
+    uint8_t *x = s_header_last(b.data, b.len, &len);
+    s_expect_ok("chunk, header last", x, len, NULL, &m);
+    free(x);
+    static const uint8_t zz[] = {0xa2, 'z', 'z', 0x01};
+    edit_t e = {.extra = zz, .extra_len = sizeof zz, .extra_pairs = 1, .extra_first = true};
+    x = s_edit(b.data, b.len, &e, &len);
+    s_expect_ok("chunk, unknown key first", x, len, NULL, &m);
+    free(x);
+    s_expect_agree("chunk", b.data, b.len);
+    s_expect_agree("failed result", rb.data, rb.len);
+
+    /* Bytes after the map. */
+    uint8_t *t = malloc(b.len + 1);
+    memcpy(t, b.data, b.len);
+    t[b.len] = 0x00;
+    s_expect_fail("chunk + 1 trailing byte", t, b.len + 1, NULL, COM_EFORMAT, COM_PROTO_BAD_REQUEST,
+                  "trailing");
+    free(t);
+
+    /* A header key again after the body. */
+    static const uint8_t id_again[] = {0xa2, 'i', 'd', 0x05};
+    e = (edit_t){.extra = id_again, .extra_len = sizeof id_again, .extra_pairs = 1};
+    x = s_edit(b.data, b.len, &e, &len);
+    s_expect_fail("chunk, \"id\" twice", x, len, NULL, COM_EFORMAT, COM_PROTO_BAD_REQUEST,
+                  "duplicate key \"id\"");
+    free(x);
+    static const uint8_t v_again[] = {0xa1, 'v', 0x02};
+    e = (edit_t){.extra = v_again, .extra_len = sizeof v_again, .extra_pairs = 1};
+    x = s_edit(b.data, b.len, &e, &len);
+    s_expect_fail("chunk, \"v\" twice", x, len, NULL, COM_EFORMAT, COM_PROTO_BAD_REQUEST,
+                  "duplicate key \"v\"");
+    free(x);
+
+    /* Skipped values: an unknown value of the message may open max_depth - 1 containers, a
+     * container key as many, a value inside "tm" max_depth - 2. */
+    com_proto_limits_t lim;
+    com_proto_limits_default(&lim);
+    for (uint32_t depth = 3; depth <= 9; depth += 3) {
+        lim.max_depth = depth;
+        for (int extra = 0; extra <= 1; extra++) {
+            uint8_t buf[80];
+            int n = (int)depth - 1 + extra;
+            buf[0] = 0xa2, buf[1] = 'z', buf[2] = 'z';
+            size_t vlen = 3 + s_nest(buf + 3, n);
+            e = (edit_t){.extra = buf, .extra_len = vlen, .extra_pairs = 1};
+            x = s_edit(b.data, b.len, &e, &len);
+            if (extra)
+                s_expect_fail("unknown value one too deep", x, len, &lim, COM_ETOOLONG,
+                              COM_PROTO_TOO_LARGE, "max_depth");
+            else
+                s_expect_ok("unknown value at max_depth", x, len, &lim, &m);
+            free(x);
+            vlen = s_nest(buf, n);
+            buf[vlen++] = 0xc0;
+            e = (edit_t){.extra = buf, .extra_len = vlen, .extra_pairs = 1};
+            x = s_edit(b.data, b.len, &e, &len);
+            if (extra)
+                s_expect_fail("container key one too deep", x, len, &lim, COM_ETOOLONG,
+                              COM_PROTO_TOO_LARGE, "max_depth");
+            else
+                s_expect_ok("container key at max_depth", x, len, &lim, &m);
+            free(x);
+            static const uint8_t tm_head[] = {0x82, 0xa3, 't', 'o', 'k', 0x01, 0xa1, 'x'};
+            memcpy(buf, tm_head, sizeof tm_head);
+            vlen = sizeof tm_head + s_nest(buf + sizeof tm_head, (int)depth - 2 + extra);
+            e = (edit_t){.replace = "tm", .val = buf, .val_len = vlen};
+            x = s_edit(rb.data, rb.len, &e, &len);
+            if (extra) {
+                s_expect_fail("value in \"tm\" one too deep", x, len, &lim, COM_ETOOLONG,
+                              COM_PROTO_TOO_LARGE, "max_depth");
+            } else {
+                com_proto_msg_t want = r;
+                want.u.result.timing = (com_proto_timings_t){1, 0, 0, 0};
+                s_expect_ok("value in \"tm\" at max_depth", x, len, &lim, &want);
+            }
+            free(x);
+        }
+    }
+
+    /* Several errors: the strict order decides (structure, then header, then fields). */
+    uint8_t both[48];
+    static const uint8_t cid_str[] = {0xa1, 'x'};
+    both[0] = 0xa2, both[1] = 'z', both[2] = 'z';
+    size_t blen = 3 + s_nest(both + 3, 20);
+    uint8_t *y =
+        s_edit(b.data, b.len, &(edit_t){.replace = "cid", .val = cid_str, .val_len = 2}, &len);
+    x = s_edit(y, len, &(edit_t){.extra = both, .extra_len = blen, .extra_pairs = 1}, &len);
+    s_expect_fail("bad \"cid\", then too deep", x, len, NULL, COM_ETOOLONG, COM_PROTO_TOO_LARGE,
+                  "max_depth");
+    free(x);
+    free(y);
+    com_proto_limits_default(&lim);
+    lim.max_total_tokens = 10;
+    e = (edit_t){.extra = id_again, .extra_len = sizeof id_again, .extra_pairs = 1};
+    x = s_edit(b.data, b.len, &e, &len);
+    s_expect_fail("too many tokens, then \"id\" twice", x, len, &lim, COM_EFORMAT,
+                  COM_PROTO_BAD_REQUEST, "duplicate key \"id\"");
+    free(x);
+
+    /* Ids arrays that grow past the first guess (length of the first x inputs). */
+    com_proto_buf_free(&b);
+    const uint32_t grow[] = {1, 4000, 7, 9000, 2, 1};
+    s_chunk_of(&a, grow, 6, &m, &b);
+    s_expect_ok("chunk, irregular lengths", b.data, b.len, NULL, &m);
+    com_proto_msg_t tr;
+    com_proto_buf_t tb = {0};
+    com_proto_msg_init(&tr, COM_PROTO_TOKENIZE_REPLY, 9);
+    int32_t offs[] = {0, 0, 0, 3000, 3000, 3001}, offs0[] = {0, 0, 0};
+    tr.u.tokenize_reply.ids =
+        (com_proto_inputs_t){COM_PROTO_IN_IDS, 5, NULL, m.u.chunk.in.ids, offs};
+    CHECK(com_proto_encode(&tr, &tb, NULL) == 0);
+    s_expect_ok("tokenize_reply, empty then long", tb.data, tb.len, NULL, &tr);
+    com_proto_buf_free(&tb);
+    tr.u.tokenize_reply.ids = (com_proto_inputs_t){COM_PROTO_IN_IDS, 2, NULL, NULL, offs0};
+    CHECK(com_proto_encode(&tr, &tb, NULL) == 0);
+    s_expect_ok("tokenize_reply, all empty", tb.data, tb.len, NULL, &tr);
+    com_proto_buf_free(&tb);
+
+    /* Id encodings the encoder never writes: wider than needed, signed, too large, negative. */
+    com_proto_buf_free(&b);
+    const uint32_t one[] = {7};
+    s_chunk_of(&a, one, 1, &m, &b);
+    static const uint8_t wide[] = {
+        0x91, 0x97, 0xcf, 0, 0, 0, 0, 0, 0, 0, 5, 0xd0, 0x05, 0xd1, 0x00, 0x06, 0xd2, 0,   0,
+        0,    7,    0xd3, 0, 0, 0, 0, 0, 0, 0, 8, 0xce, 0x7f, 0xff, 0xff, 0xff, 0xcc, 0x80};
+    int32_t wide_ids[] = {5, 5, 6, 7, 8, INT32_MAX, 128};
+    com_proto_msg_t want = m;
+    want.u.chunk.in.ids = wide_ids;
+    x = s_edit(b.data, b.len, &(edit_t){.replace = "in", .val = wide, .val_len = sizeof wide},
+               &len);
+    s_expect_ok("ids in every integer encoding", x, len, NULL, &want);
+    free(x);
+    static const struct {
+        uint8_t v[8];
+        size_t n;
+        const char *msg;
+    } bad[] = {
+        {{0x91, 0x91, 0xd0, 0xff}, 4, "\"in\"[0][0]: token id -1 is negative"},
+        {{0x91, 0x91, 0xff}, 3, "\"in\"[0][0]: token id -1 is negative"},
+        {{0x91, 0x91, 0xce, 0x80, 0, 0, 0}, 7, "token id 2147483648 exceeds 2147483647"},
+        {{0x91, 0x91, 0xc3}, 3, "\"in\"[0][0]: expected a token id (integer), got bool"},
+        {{0x91, 0x91, 0xcd, 0x01}, 4, "malformed message"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        x = s_edit(b.data, b.len, &(edit_t){.replace = "in", .val = bad[i].v, .val_len = bad[i].n},
+                   &len);
+        /* "seg" (7 entries) no longer matches: it comes after "in", so "in" fails first. */
+        s_expect_fail(bad[i].msg, x, len, NULL, COM_EFORMAT, COM_PROTO_BAD_REQUEST, bad[i].msg);
+        free(x);
+    }
+    com_proto_buf_free(&b);
+    com_proto_buf_free(&rb);
+    s_a_free(&a);
+}
+
 static void test_salvaged_id(void) {
     /* {"v":1, "id":7, "x": map32 declaring 2^32-1 pairs} */
     const uint8_t before[] = {0x83, 0xa1, 'v',  0x01, 0xa2, 'i',  'd', 0x07,
@@ -1570,6 +1845,7 @@ int main(int argc, char **argv) {
     test_truncation();
     test_hostile();
     test_salvaged_id();
+    test_fast_path();
     test_values();
     test_encoder_checks();
     test_tensor_pack();
