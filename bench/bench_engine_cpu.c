@@ -18,22 +18,12 @@
 #include "common/error.h"
 #include "common/tokenizer.h"
 #include "worker/engine.h"
+#include "bench/bench_util.h"
 
 typedef struct s_run {
     int32_t budget, threads, n_batches;
     double texts_s, tokens_s, ms_batch, tokenize_s, total_s;
 } s_run_t;
-
-static double s_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int s_cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static int s_parse_list(const char *s, int32_t *out, int max) {
     int n = 0;
@@ -95,14 +85,14 @@ static int s_pass(s_ctx_t *c, wrk_engine_t *e, int32_t budget, double *seconds, 
     int32_t nb = 0, bs = 0, bt = 0;
     int64_t total = 0;
     double tok_time = 0;
-    const double t0 = s_now();
+    const double t0 = bench_now_s();
     int rc = 0;
     for (int32_t i = 0; i <= c->n_texts && rc == 0; i++) {
         int32_t len = 0;
         if (i < c->n_texts) {
-            double a = s_now();
+            double a = bench_now_s();
             rc = com_tokenizer_encode(c->tok, c->texts[i], strlen(c->texts[i]), &o, &enc, &err);
-            tok_time += s_now() - a;
+            tok_time += bench_now_s() - a;
             if (rc != 0)
                 break;
             len = enc.len;
@@ -130,7 +120,7 @@ static int s_pass(s_ctx_t *c, wrk_engine_t *e, int32_t budget, double *seconds, 
             rc = w;
         wrk_result_destroy(&c->results[b]);
     }
-    *seconds = s_now() - t0;
+    *seconds = bench_now_s() - t0;
     *tokenize_s = tok_time;
     *n_batches = nb;
     *n_tokens = total;
@@ -217,8 +207,8 @@ int main(int argc, char **argv) {
                     toks[r - 1] = ts;
                 }
             }
-            qsort(secs, (size_t)reps, sizeof *secs, s_cmp_double);
-            qsort(toks, (size_t)reps, sizeof *toks, s_cmp_double);
+            qsort(secs, (size_t)reps, sizeof *secs, bench_cmp_double);
+            qsort(toks, (size_t)reps, sizeof *toks, bench_cmp_double);
             double med = secs[reps / 2], tmed = toks[reps / 2];
             s_run_t *ru = &runs[n_runs++];
             *ru =

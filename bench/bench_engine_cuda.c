@@ -26,6 +26,7 @@
 #include "worker/engine.h"
 #ifdef EMBER_HAVE_CUDA
 #include "worker/engine_cuda.h"
+#include "bench/bench_util.h"
 #endif
 
 static int s_dump(const char *dir, const char *device, const char *in_path, const char *out_path) {
@@ -91,20 +92,9 @@ static int s_dump(const char *dir, const char *device, const char *in_path, cons
 }
 
 #ifdef EMBER_HAVE_CUDA
-static double s_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int s_cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* median and p99 of v[n] (sorted in place) */
 static void s_stats(double *v, int n, double *med, double *p99) {
-    qsort(v, (size_t)n, sizeof *v, s_cmp_d);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     *med = v[n / 2];
     *p99 = v[(int)((n - 1) * 0.99)];
 }
@@ -131,7 +121,7 @@ static work_t s_work(const int32_t *lens, int32_t n, int32_t len, int32_t vocab,
 static double s_run(wrk_engine_t *e, const work_t *w, int32_t k) {
     wrk_result_t *r[64];
     com_error_t err = {0};
-    const double t0 = s_now_ms();
+    const double t0 = 1e3 * bench_now_s();
     for (int32_t i = 0; i < k; i++) {
         const int32_t s0 = w->n_seqs * i / k, s1 = w->n_seqs * (i + 1) / k;
         int32_t *cu = w->cu + s0; /* cu[0] != 0 for slices: rebase into a copy */
@@ -151,7 +141,7 @@ static double s_run(wrk_engine_t *e, const work_t *w, int32_t k) {
         }
         wrk_result_destroy(&r[i]);
     }
-    return s_now_ms() - t0;
+    return 1e3 * bench_now_s() - t0;
 }
 
 /* GPU time the engine has measured so far (ms, summed over chunks) */
@@ -222,22 +212,22 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
     com_error_t err = {0};
     wrk_engine_t *e = NULL;
     wrk_engine_opts_t o1 = {"cuda:0,graphs=all", 0, 0};
-    double t0 = s_now_ms();
+    double t0 = 1e3 * bench_now_s();
     if (wrk_engine_new(dir, &o1, &e, &err) != 0) {
         fprintf(stderr, "engine: %s\n", err.msg);
         return 1;
     }
-    const double start_all_ms = s_now_ms() - t0;
+    const double start_all_ms = 1e3 * bench_now_s() - t0;
     wrk_cuda_stats_t st_all;
     wrk_engine_cuda_stats(e, &st_all, &err);
     wrk_engine_destroy(&e);
     wrk_engine_opts_t o = {"cuda:0", 0, 0};
-    t0 = s_now_ms();
+    t0 = 1e3 * bench_now_s();
     if (wrk_engine_new(dir, &o, &e, &err) != 0) {
         fprintf(stderr, "engine: %s\n", err.msg);
         return 1;
     }
-    const double start_lazy_ms = s_now_ms() - t0;
+    const double start_lazy_ms = 1e3 * bench_now_s() - t0;
     const com_model_info_t *in = wrk_engine_model(e);
     com_prng_t rng;
     com_prng_seed(&rng, 42);

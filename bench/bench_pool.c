@@ -14,23 +14,7 @@
 #include <time.h>
 
 #include "client/ember.h"
-
-static double s_now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int s_cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double s_pct(double *v, size_t n, double q) {
-    qsort(v, n, sizeof *v, s_cmp);
-    size_t i = (size_t)(q / 100.0 * (double)(n - 1) + 0.5);
-    return v[i < n ? i : n - 1];
-}
+#include "bench/bench_util.h"
 
 typedef struct s_row {
     const char *name;
@@ -54,14 +38,14 @@ static int s_run(ember_client_t *c, int kind, const char *text, const int32_t *i
     for (size_t i = 0; i < n + 300 && rc == 0; i++) { /* 300 warm-up requests first */
         ember_result_t *r = NULL;
         ember_info_t info;
-        double t0 = s_now_us();
+        double t0 = 1e6 * bench_now_s();
         if (kind == 0)
             rc = ember_embed(c, texts, &len, 1, NULL, &r);
         else if (kind == 1)
             rc = ember_embed_tokens(c, idv, &nids, 1, NULL, &r);
         else
             rc = ember_info(c, 0, &info);
-        double t1 = s_now_us();
+        double t1 = 1e6 * bench_now_s();
         if (rc != 0) {
             fprintf(stderr, "bench_pool: request failed (%d): %s\n", rc,
                     ember_client_last_error(c));
@@ -82,13 +66,13 @@ static int s_run(ember_client_t *c, int kind, const char *text, const int32_t *i
         cli[k] = rtt[k] - (double)tm.server_us;
     }
     if (rc == 0) {
-        row->rtt50 = s_pct(rtt, n, 50);
-        row->rtt99 = s_pct(rtt, n, 99);
-        row->comp50 = s_pct(comp, n, 50);
-        row->net50 = s_pct(net, n, 50);
-        row->net99 = s_pct(net, n, 99);
-        row->srv50 = s_pct(srv, n, 50);
-        row->cli50 = s_pct(cli, n, 50);
+        row->rtt50 = bench_percentile(rtt, n, 50);
+        row->rtt99 = bench_percentile(rtt, n, 99);
+        row->comp50 = bench_percentile(comp, n, 50);
+        row->net50 = bench_percentile(net, n, 50);
+        row->net99 = bench_percentile(net, n, 99);
+        row->srv50 = bench_percentile(srv, n, 50);
+        row->cli50 = bench_percentile(cli, n, 50);
     }
     free(rtt);
     free(net);

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "client/ember.h"
+#include "bench/bench_util.h"
 
 typedef struct s_cfg {
     const char *broker, *op, *text, *json;
@@ -82,12 +83,6 @@ static double s_sent_take(s_sent_t *m, uint64_t id) {
     return t;
 }
 
-static double s_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int s_submit(ember_client_t *c, const s_cfg_t *cfg, const char *const *texts,
                     const size_t *lens, ember_req_t *req) {
     if (strcmp(cfg->op, "tokenize") == 0)
@@ -122,11 +117,11 @@ static void *s_main(void *arg) {
     }
     for (int i = 0; i < cfg->texts; i++)
         texts[i] = cfg->text, lens[i] = strlen(cfg->text);
-    const double start = s_now(), w0 = start + 0.5, w1 = w0 + cfg->seconds;
+    const double start = bench_now_s(), w0 = start + 0.5, w1 = w0 + cfg->seconds;
     for (int i = 0; i < cfg->inflight; i++) {
         ember_req_t r = 0;
         if (s_submit(c, cfg, texts, lens, &r) == EMBER_OK)
-            s_sent_put(&sent, r, s_now());
+            s_sent_put(&sent, r, bench_now_s());
     }
     for (;;) {
         ember_req_t r = 0;
@@ -136,7 +131,7 @@ static void *s_main(void *arg) {
             continue;
         if (rc == EMBER_ENOT_FOUND)
             break;
-        const double now = s_now(), t_sent = s_sent_take(&sent, r);
+        const double now = bench_now_s(), t_sent = s_sent_take(&sent, r);
         if (now >= w0 && now < w1) {
             if (rc == EMBER_OK) {
                 t->ok++;
@@ -159,17 +154,12 @@ static void *s_main(void *arg) {
         if (now < w1) {
             ember_req_t n = 0;
             if (s_submit(c, cfg, texts, lens, &n) == EMBER_OK)
-                s_sent_put(&sent, n, s_now());
+                s_sent_put(&sent, n, bench_now_s());
         }
     }
     free(texts), free(lens), free(sent.id), free(sent.t);
     ember_client_destroy(&c);
     return NULL;
-}
-
-static int s_cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv) {
@@ -241,7 +231,7 @@ int main(int argc, char **argv) {
     }
     double p50 = 0, p99 = 0;
     if (lat && n_lat) {
-        qsort(lat, n_lat, sizeof *lat, s_cmp);
+        qsort(lat, n_lat, sizeof *lat, bench_cmp_double);
         p50 = lat[n_lat / 2];
         p99 = lat[(size_t)((double)(n_lat - 1) * 0.99)];
     }

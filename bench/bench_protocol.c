@@ -21,6 +21,7 @@
 #include "common/msgpack_read.h"
 #include "common/prng.h"
 #include "common/protocol.h"
+#include "bench/bench_util.h"
 
 #define S_VOCAB 131072u
 
@@ -32,17 +33,6 @@ typedef struct s_row {
     size_t bytes;    /* encoded message */
     double us;       /* median microseconds per decode */
 } s_row_t;
-
-static double s_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int s_cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Encodes a chunk of seqs x tokens random ids into *buf; 0 or -1 (message on stderr). */
 static int s_make_chunk(uint32_t seqs, uint32_t tokens, com_proto_buf_t *buf) {
@@ -122,19 +112,19 @@ static int s_run(s_row_t *row, int reps) {
     for (int r = 0; r < reps && rc == 0; r++) {
         double t0, dt;
         for (;;) {
-            t0 = s_now();
+            t0 = bench_now_s();
             for (int i = 0; i < iters && rc == 0; i++) {
                 rc = com_proto_decode(buf.data, buf.len, NULL, &m, NULL);
                 com_proto_msg_free(&m);
             }
-            dt = s_now() - t0;
+            dt = bench_now_s() - t0;
             if (dt >= 0.2 || iters >= (1 << 24) || rc != 0)
                 break;
             iters *= 2; /* calibrates on the first rep only */
         }
         secs[r] = dt / iters;
     }
-    qsort(secs, (size_t)reps, sizeof *secs, s_cmp_double);
+    qsort(secs, (size_t)reps, sizeof *secs, bench_cmp_double);
     row->us = secs[reps / 2] * 1e6;
     free(secs);
     com_proto_buf_free(&buf);

@@ -14,17 +14,7 @@
 
 #include "common/file.h"
 #include "common/tokenizer.h"
-
-static double s_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int s_cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench/bench_util.h"
 
 int main(int argc, char **argv) {
     const char *corpus = NULL, *json = NULL;
@@ -101,18 +91,18 @@ int main(int argc, char **argv) {
     for (int r = 0; r < reps; r++) {
         double t0, dt;
         for (;;) {
-            t0 = s_now();
+            t0 = bench_now_s();
             for (int p = 0; p < passes; p++)
                 for (uint32_t i = 0; i < n; i++)
                     com_tokenizer_encode(tok, texts[i], lens[i], NULL, &enc, &err);
-            dt = s_now() - t0;
+            dt = bench_now_s() - t0;
             if (dt >= 0.3 || passes >= (1 << 20))
                 break;
             passes *= 2; /* calibrate on the first rep only */
         }
         secs[r] = dt / passes;
     }
-    qsort(secs, (size_t)reps, sizeof *secs, s_cmp_double);
+    qsort(secs, (size_t)reps, sizeof *secs, bench_cmp_double);
     double med = secs[reps / 2];
     double tps = n / med, toks = (double)n_tokens / med, mbs = (double)n_bytes / med / 1e6;
     printf("%-22s %12s %14s %10s\n", "ember (1 thread)", "texts/s", "tokens/s", "MB/s");
