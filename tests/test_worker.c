@@ -13,7 +13,9 @@
  *   cuda   --device cuda:99 (no such GPU anywhere) fails at start with a clear message and
  *          exit code 4; a malformed device is a usage error (2)
  *   redis  registration (state, counters moving), Redis stopped mid-run does not stop results,
- *          re-registration, deregistration at exit, broker discovery from Redis
+ *          re-registration, deregistration at exit, broker discovery from Redis; a broker
+ *          that leaves Redis gets disconnect and its link is closed (no heartbeats after, chunks
+ *          it held answered nowhere), and a broker that comes back is connected again
  * Each scenario starts its own worker process with a 100 ms heartbeat. */
 #include <errno.h>
 #include <fcntl.h>
@@ -1067,6 +1069,102 @@ static int s_wait_record(broker_t *b, com_registry_t *reg, const char *id, int64
     return 0;
 }
 
+/* Discovery part two: the broker's record leaves Redis while the worker holds chunks from it.
+ * The worker must send disconnect, close the link (no heartbeats or readies after), drop the
+ * record's endpoint; when the record returns it connects again (a new ready), and the results of
+ * the chunks held by the closed link never arrive on the new one. */
+static void s_scenario_discovery_leave(broker_t *b2, proc_t *p, com_registry_t *reg,
+                                       com_broker_record_t *br, const seqs_t *s) {
+    com_error_t err = {0};
+    /* as many long chunks as the worker takes (2 x credits), so that some are still held when
+     * the link closes and when the broker comes back */
+    seqs_t lng = s_make_long(8, g_msl);
+    for (uint32_t i = 0; i < 8; i++)
+        CHECK(s_send_chunk(b2, 6001, i, &lng, COPTS_DEFAULT) == 0);
+    CHECK(com_registry_remove_broker(reg, br->id, &err) == 0);
+    rmsg_t r;
+    int old_results = 0;
+    if (!s_br_wait(b2, COM_PROTO_DISCONNECT, 5000, &r)) {
+        CHECK_MSG(0, "no disconnect after the broker left Redis");
+        s_dump_log(p);
+    } else {
+        s_rmsg_free(&r);
+    }
+    /* then silence: six heartbeat intervals without a heartbeat or a ready */
+    int n_hb = b2->n_hb, n_ready = b2->n_ready, n_other = b2->n_other;
+    int64_t end = s_ms() + 6 * HB_MS;
+    while (s_ms() < end) {
+        if (s_br_recv(b2, (int)(end - s_ms()), &r)) {
+            if (r.rc == 0 && r.m.type == COM_PROTO_RESULT && r.m.id == 6001)
+                old_results++;
+            s_rmsg_free(&r);
+        }
+    }
+    CHECK_MSG(b2->n_hb == n_hb && b2->n_ready == n_ready && b2->n_other == n_other,
+              "closed link still talks: %d heartbeats, %d readies, %d others", b2->n_hb - n_hb,
+              b2->n_ready - n_ready, b2->n_other - n_other);
+    com_worker_record_t rec;
+    int64_t wend = s_ms() + 3000;
+    int listed = 1;
+    while (s_ms() < wend && listed) {
+        listed = s_find_worker(reg, "test-worker-disc", &rec) == 1 && strstr(rec.brokers, b2->ep);
+        if (listed)
+            s_sleep_ms(50);
+    }
+    CHECK_MSG(!listed, "the worker's record still lists %s", b2->ep);
+    /* the record returns: the worker connects again */
+    CHECK(com_registry_put_broker(reg, br, 600000, &err) == 0);
+    int got_ready = 0;
+    end = s_ms() + 5000;
+    while (!got_ready && s_ms() < end) {
+        if (!s_br_recv(b2, (int)(end - s_ms()), &r))
+            break;
+        if (r.rc == 0 && r.m.type == COM_PROTO_READY)
+            got_ready = 1;
+        else if (r.rc == 0 && r.m.type == COM_PROTO_RESULT && r.m.id == 6001)
+            old_results++;
+        s_rmsg_free(&r);
+    }
+    CHECK_MSG(got_ready, "no ready after the broker came back to Redis");
+    if (got_ready) {
+        s_br_send_hb(b2);
+        CHECK(s_send_chunk(b2, 6002, 0, s, COPTS_DEFAULT) == 0);
+        /* the new chunk's result, and none of the old ones (they finish meanwhile) */
+        int got_new = 0;
+        end = s_ms() + 30000;
+        while (s_ms() < end && !got_new) {
+            if (!s_br_recv(b2, (int)(end - s_ms()), &r))
+                break;
+            if (r.rc == 0 && r.m.type == COM_PROTO_RESULT && r.m.id == 6001) {
+                old_results++;
+            } else if (r.rc == 0 && r.m.type == COM_PROTO_RESULT && r.m.id == 6002) {
+                got_new = 1;
+                s_check_result(&r.m.u.result, s, COPTS_DEFAULT, "chunk after re-discovery");
+            }
+            s_rmsg_free(&r);
+        }
+        CHECK_MSG(got_new, "no result on the re-discovered link");
+        /* until the old chunks are done too (chunks 6000, 8 x 6001, 6002), and a little more */
+        int64_t done_at = 0;
+        end = s_ms() + 60000;
+        while (s_ms() < end && (!done_at || s_ms() < done_at + 3 * HB_MS)) {
+            if (!done_at && s_find_worker(reg, "test-worker-disc", &rec) == 1 &&
+                rec.chunks_done >= 10)
+                done_at = s_ms();
+            if (s_br_recv(b2, HB_MS, &r)) {
+                if (r.rc == 0 && r.m.type == COM_PROTO_RESULT && r.m.id == 6001)
+                    old_results++;
+                s_rmsg_free(&r);
+            }
+        }
+        CHECK_MSG(done_at, "the old chunks never finished");
+    }
+    CHECK_MSG(old_results == 0,
+              "%d results of chunks held by the closed link arrived after it closed", old_results);
+    CHECK(s_find_worker(reg, "test-worker-disc", &rec) == 1 && strstr(rec.brokers, b2->ep));
+    s_seqs_free(&lng);
+}
+
 static void s_scenario_redis(void) {
     test_redis_t rs;
     if (test_redis_start(&rs) != 0) {
@@ -1141,8 +1239,20 @@ static void s_scenario_redis(void) {
     snprintf(br.frontend, sizeof br.frontend, "tcp://127.0.0.1:1");
     snprintf(br.state, sizeof br.state, "ready");
     CHECK(com_registry_put_broker(reg, &br, 60000, &err) == 0);
-    const char *args[] = {"--redis", rs.url,           "--model", test_model_dir(), "--device",
-                          "cpu",     "--heartbeat-ms", "100",     "--discovery-ms", "200",
+    const char *args[] = {"--redis",
+                          rs.url,
+                          "--model",
+                          test_model_dir(),
+                          "--device",
+                          "cpu",
+                          "--heartbeat-ms",
+                          "100",
+                          "--discovery-ms",
+                          "200",
+                          "--threads",
+                          "2",
+                          "--id",
+                          "test-worker-disc",
                           NULL};
     CHECK(s_proc_start(&p, "discovery", args) == 0);
     rmsg_t r;
@@ -1151,11 +1261,18 @@ static void s_scenario_redis(void) {
         s_rmsg_free(&r);
         CHECK(s_send_chunk(&b2, 6000, 0, &s, COPTS_DEFAULT) == 0);
         s_expect_ok(&b2, 6000, 0, &s, COPTS_DEFAULT, "chunk from a discovered broker");
+        s_scenario_discovery_leave(&b2, &p, reg, &br, &s);
     } else {
         CHECK_MSG(0, "discovered broker got no ready");
         s_dump_log(&p);
     }
     s_stop(&p);
+    char *log = s_read_log(&p);
+    CHECK_MSG(log && strstr(log, "\"links_closed\":1,") != NULL,
+              "links_closed not 1 in the counters");
+    if (!log || !strstr(log, "\"links_closed\":1,"))
+        s_dump_log(&p);
+    free(log);
     s_br_close(&b2);
     s_seqs_free(&s);
 out:

@@ -1,10 +1,12 @@
 /* worker/worker_link.c — see worker_link.h: DEALER links to brokers (ready, heartbeats, loss,
  * drain, disconnect) and the Redis discovery thread.
  *
- * Invariants: links are only ever added (an index names the same broker for the life of the
- * process, so chunks can be answered on the link they came from); every link has a socket;
- * next_send_us is the time of the link's next heartbeat (LIVE) or ready (HELLO, LOST). One
- * sequence number ("id") counts every ready/hb/drain/disconnect the worker sends.
+ * Invariants: an open slot has a socket and an endpoint; a closed slot (tombstone) has neither
+ * and is never sent on, polled or ticked. An index names one broker for as long as anything
+ * refers to it: a tombstone is reused only when the owner's busy callback says the index is
+ * free, so chunks are answered on the link they came from or dropped, never on another
+ * broker's. next_send_us is the time of an open link's next heartbeat (LIVE) or ready (HELLO,
+ * LOST). One sequence number ("id") counts every ready/hb/drain/disconnect the worker sends.
  * Thread: links on the event-loop thread; discovery on its own thread, sharing only the
  * published endpoint list (under d->mu). */
 #include "worker/worker_link.h"
@@ -28,8 +30,10 @@ enum { S_HELLO = 0, S_LIVE = 1, S_LOST = 2 };
 #define S_WARN_BAD_MAX   10 /* bad messages logged at warn level; the rest at debug */
 
 typedef struct s_link {
-    char *endpoint;
-    void *sock;
+    char *endpoint;  /* NULL: closed slot */
+    void *sock;      /* NULL: closed slot */
+    bool discovered; /* added by discovery: wrk_links_prune may close it */
+    bool heard;      /* the broker was ever live on this link (gets disconnect when closed) */
     int state;
     int64_t last_recv_us; /* last decoded message (not counting disconnect); 0 = never */
     int64_t next_send_us;
@@ -40,6 +44,8 @@ struct wrk_links {
     char *worker_id, *model, *family, *device;
     uint32_t mbt, dim, max_seq, credits;
     int64_t hb_us;
+    wrk_links_busy_fn busy;
+    void *busy_arg;
     s_link_t *links;
     int32_t n, cap;
     uint64_t seq;
@@ -88,6 +94,8 @@ int wrk_links_new(void *zctx, const wrk_links_opts_t *o, wrk_links_t **out, com_
     l->credits = o->credits;
     l->load.credits = o->credits;
     l->hb_us = (int64_t)o->heartbeat_ms * 1000;
+    l->busy = o->busy;
+    l->busy_arg = o->busy_arg;
     if (!l->worker_id || !l->model || !l->family || !l->device) {
         wrk_links_destroy(&l, 0);
         return com_error_set(err, COM_ENOMEM, "links: out of memory");
@@ -120,7 +128,7 @@ void wrk_links_destroy(wrk_links_t **self_p, int linger_ms) {
 
 int wrk_links_send(wrk_links_t *l, int32_t i, const void *data, size_t len) {
     if (i < 0 || i >= l->n || !l->links[i].sock) {
-        l->st.send_dropped++;
+        l->st.orphan_dropped++;
         return COM_EBUSY;
     }
     if (zmq_send(l->links[i].sock, data, len, ZMQ_DONTWAIT) < 0) {
@@ -186,21 +194,33 @@ void wrk_links_drain_all(wrk_links_t *l, const char *why) {
     l->draining = true;
     snprintf(l->drain_why, sizeof l->drain_why, "%s", why ? why : "");
     for (int32_t i = 0; i < l->n; i++)
-        s_send_notice(l, i, COM_PROTO_DRAIN, why);
+        if (l->links[i].sock)
+            s_send_notice(l, i, COM_PROTO_DRAIN, why);
 }
 
 void wrk_links_disconnect_all(wrk_links_t *l, const char *why) {
     for (int32_t i = 0; i < l->n; i++)
-        s_send_notice(l, i, COM_PROTO_DISCONNECT, why);
+        if (l->links[i].sock)
+            s_send_notice(l, i, COM_PROTO_DISCONNECT, why);
 }
 
 /* ------------------------------------------------------------------ links */
 
-int wrk_links_add(wrk_links_t *l, const char *endpoint, int64_t now_us, com_error_t *err) {
+/* A closed slot that nothing refers to any more, or -1. */
+static int32_t s_free_slot(const wrk_links_t *l) {
     for (int32_t i = 0; i < l->n; i++)
-        if (strcmp(l->links[i].endpoint, endpoint) == 0)
+        if (!l->links[i].sock && (!l->busy || !l->busy(l->busy_arg, i)))
             return i;
-    if (l->n == l->cap) {
+    return -1;
+}
+
+int wrk_links_add(wrk_links_t *l, const char *endpoint, bool discovered, int64_t now_us,
+                  com_error_t *err) {
+    const int32_t found = wrk_links_find(l, endpoint);
+    if (found >= 0)
+        return found;
+    const int32_t reuse = s_free_slot(l);
+    if (reuse < 0 && l->n == l->cap) {
         int32_t cap = l->cap ? l->cap * 2 : 4;
         s_link_t *p = realloc(l->links, (size_t)cap * sizeof *p);
         if (!p)
@@ -230,20 +250,74 @@ int wrk_links_add(wrk_links_t *l, const char *endpoint, int64_t now_us, com_erro
                              zmq_strerror(e));
     }
     k.state = S_HELLO;
+    k.discovered = discovered;
     k.next_send_us = now_us + l->hb_us;
-    int32_t i = l->n++;
+    int32_t i = reuse >= 0 ? reuse : l->n++;
     l->links[i] = k;
-    COM_INFO("link %s: connecting as %s", endpoint, l->worker_id);
+    COM_INFO("link %s: connecting as %s (slot %d%s)", endpoint, l->worker_id, (int)i,
+             reuse >= 0 ? ", reused" : "");
     s_send_ready(l, i);
     return i;
+}
+
+/* Sends disconnect when the broker ever heard us, closes the socket (lingering linger_ms so the
+ * notice can leave), leaves a tombstone. */
+static void s_close(wrk_links_t *l, int32_t i, const char *why, int linger_ms) {
+    s_link_t *k = &l->links[i];
+    const int held = l->busy && l->busy(l->busy_arg, i);
+    COM_INFO("link %s: closing (%s)%s%s", k->endpoint, why, k->heard ? ", disconnect sent" : "",
+             held ? ", results of chunks held for it will be dropped" : "");
+    if (k->heard)
+        s_send_notice(l, i, COM_PROTO_DISCONNECT, why);
+    zmq_setsockopt(k->sock, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
+    zmq_close(k->sock);
+    free(k->endpoint);
+    memset(k, 0, sizeof *k);
+    l->st.links_closed++;
+}
+
+int wrk_links_prune(wrk_links_t *l, const wrk_broker_ep_t *keep, size_t n_keep, const char *why,
+                    int linger_ms) {
+    int closed = 0;
+    for (int32_t i = 0; i < l->n; i++) {
+        const s_link_t *k = &l->links[i];
+        if (!k->sock || !k->discovered)
+            continue;
+        bool listed = false;
+        for (size_t j = 0; j < n_keep && !listed; j++)
+            listed = strcmp(keep[j].endpoint, k->endpoint) == 0;
+        if (!listed) {
+            s_close(l, i, why, linger_ms);
+            closed++;
+        }
+    }
+    return closed;
+}
+
+int32_t wrk_links_find(const wrk_links_t *l, const char *endpoint) {
+    for (int32_t i = 0; i < l->n; i++)
+        if (l->links[i].endpoint && strcmp(l->links[i].endpoint, endpoint) == 0)
+            return i;
+    return -1;
 }
 
 int32_t wrk_links_count(const wrk_links_t *l) {
     return l->n;
 }
 
+int32_t wrk_links_open_count(const wrk_links_t *l) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < l->n; i++)
+        n += l->links[i].sock != NULL;
+    return n;
+}
+
+bool wrk_links_is_open(const wrk_links_t *l, int32_t i) {
+    return i >= 0 && i < l->n && l->links[i].sock != NULL;
+}
+
 void *wrk_links_socket(const wrk_links_t *l, int32_t i) {
-    return l->links[i].sock;
+    return wrk_links_is_open(l, i) ? l->links[i].sock : NULL;
 }
 
 void wrk_links_endpoints(const wrk_links_t *l, char *buf, size_t cap) {
@@ -252,7 +326,9 @@ void wrk_links_endpoints(const wrk_links_t *l, char *buf, size_t cap) {
     buf[0] = '\0';
     size_t used = 0;
     for (int32_t i = 0; i < l->n && used + 1 < cap; i++) {
-        int w = snprintf(buf + used, cap - used, "%s%s", i ? "," : "", l->links[i].endpoint);
+        if (!l->links[i].endpoint)
+            continue;
+        int w = snprintf(buf + used, cap - used, "%s%s", used ? "," : "", l->links[i].endpoint);
         if (w < 0)
             break;
         used += (size_t)w;
@@ -319,6 +395,7 @@ static int s_peek_address(const void *buf, size_t len, uint32_t *cid, uint32_t *
 static void s_mark_alive(wrk_links_t *l, int32_t i, int64_t now_us) {
     s_link_t *k = &l->links[i];
     k->last_recv_us = now_us;
+    k->heard = true;
     if (k->state != S_LIVE) {
         COM_INFO("link %s: broker %s -> live", k->endpoint, s_state_name(k->state));
         k->state = S_LIVE;
@@ -413,7 +490,9 @@ static void s_handle(wrk_links_t *l, int32_t i, const uint8_t *data, size_t len,
 
 int wrk_links_recv(wrk_links_t *l, int32_t i, int64_t now_us, int max_msgs,
                    wrk_links_chunk_fn on_chunk, void *arg) {
-    void *sock = l->links[i].sock;
+    void *sock = wrk_links_socket(l, i);
+    if (!sock)
+        return 0;
     int got = 0;
     while (got < max_msgs) {
         zmq_msg_t msg;
@@ -460,6 +539,8 @@ int64_t wrk_links_tick(wrk_links_t *l, int64_t now_us, const wrk_links_load_t *l
     int64_t next = now_us + l->hb_us;
     for (int32_t i = 0; i < l->n; i++) {
         s_link_t *k = &l->links[i];
+        if (!k->sock)
+            continue;
         if (k->state == S_LIVE && now_us - k->last_recv_us >= S_LOST_INTERVALS * l->hb_us) {
             l->st.brokers_lost++;
             COM_WARN("link %s: broker silent for %lld ms: lost, sending ready", k->endpoint,
@@ -496,14 +577,14 @@ struct wrk_discovery {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;
-    char **eps; /* published list, under mu */
+    wrk_broker_ep_t *eps; /* published list, sorted by endpoint, under mu */
     size_t n_eps;
     uint64_t gen; /* bumped when eps changes, under mu */
 };
 
-static void s_free_list(char **v, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
+void wrk_discovery_list_free(wrk_broker_ep_t *v, size_t n) {
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i].endpoint);
     free(v);
 }
 
@@ -525,10 +606,14 @@ static char *s_backend_endpoint(const com_broker_record_t *b) {
     return s_strdup(ep);
 }
 
-static int s_cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+static int s_cmp_ep(const void *a, const void *b) {
+    const wrk_broker_ep_t *x = a, *y = b;
+    int c = strcmp(x->endpoint, y->endpoint);
+    return c ? c : (int)x->draining - (int)y->draining;
 }
 
+/* One read. Publishes only a complete list: a Redis error or an allocation failure publishes
+ * nothing (the links would otherwise take a missing broker for one that left). */
 static void s_discover_once(wrk_discovery_t *d) {
     com_broker_record_t *recs = NULL;
     size_t n = 0;
@@ -537,25 +622,34 @@ static void s_discover_once(wrk_discovery_t *d) {
         COM_DEBUG("discovery: %s", err.msg);
         return;
     }
-    char **eps = calloc(n ? n : 1, sizeof *eps);
+    wrk_broker_ep_t *eps = calloc(n ? n : 1, sizeof *eps);
     size_t m = 0;
-    for (size_t i = 0; eps && i < n; i++) {
-        if (!recs[i].backend[0] || strcmp(recs[i].state, "draining") == 0)
+    bool oom = !eps;
+    for (size_t i = 0; !oom && i < n; i++) {
+        if (!recs[i].backend[0])
             continue;
         char *ep = s_backend_endpoint(&recs[i]);
-        if (ep)
-            eps[m++] = ep;
+        if (!ep) {
+            oom = true;
+            break;
+        }
+        eps[m].endpoint = ep;
+        eps[m++].draining = strcmp(recs[i].state, "draining") == 0;
     }
     free(recs);
-    if (!eps)
+    if (oom) {
+        COM_DEBUG("discovery: out of memory, list not published");
+        wrk_discovery_list_free(eps, m);
         return;
-    qsort(eps, m, sizeof *eps, s_cmp_str);
+    }
+    qsort(eps, m, sizeof *eps, s_cmp_ep);
     pthread_mutex_lock(&d->mu);
     bool same = m == d->n_eps;
     for (size_t i = 0; same && i < m; i++)
-        same = strcmp(eps[i], d->eps[i]) == 0;
+        same = strcmp(eps[i].endpoint, d->eps[i].endpoint) == 0 &&
+               eps[i].draining == d->eps[i].draining;
     if (!same) {
-        s_free_list(d->eps, d->n_eps);
+        wrk_discovery_list_free(d->eps, d->n_eps);
         d->eps = eps;
         d->n_eps = m;
         d->gen++;
@@ -563,7 +657,7 @@ static void s_discover_once(wrk_discovery_t *d) {
     }
     pthread_mutex_unlock(&d->mu);
     if (eps)
-        s_free_list(eps, m);
+        wrk_discovery_list_free(eps, m);
 }
 
 static void *s_discovery_main(void *arg) {
@@ -620,31 +714,34 @@ void wrk_discovery_stop(wrk_discovery_t **self_p) {
     pthread_mutex_unlock(&d->mu);
     pthread_join(d->thread, NULL);
     com_registry_destroy(&d->reg);
-    s_free_list(d->eps, d->n_eps);
+    wrk_discovery_list_free(d->eps, d->n_eps);
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
     free(d);
     *self_p = NULL;
 }
 
-int wrk_discovery_take(wrk_discovery_t *d, uint64_t *gen, char ***out, size_t *n) {
+int wrk_discovery_take(wrk_discovery_t *d, uint64_t *gen, wrk_broker_ep_t **out, size_t *n) {
     *out = NULL;
     *n = 0;
     pthread_mutex_lock(&d->mu);
     int changed = d->gen != *gen;
     if (changed) {
-        char **v = calloc(d->n_eps ? d->n_eps : 1, sizeof *v);
+        /* all or nothing: a partial copy would make the loop close links to listed brokers */
+        wrk_broker_ep_t *v = calloc(d->n_eps ? d->n_eps : 1, sizeof *v);
         size_t m = 0;
-        for (size_t i = 0; v && i < d->n_eps; i++) {
-            v[m] = s_strdup(d->eps[i]);
-            if (v[m])
-                m++;
+        for (; v && m < d->n_eps; m++) {
+            v[m].endpoint = s_strdup(d->eps[m].endpoint);
+            v[m].draining = d->eps[m].draining;
+            if (!v[m].endpoint)
+                break;
         }
-        if (v) {
+        if (v && m == d->n_eps) {
             *out = v;
             *n = m;
             *gen = d->gen;
         } else {
+            wrk_discovery_list_free(v, m);
             changed = 0;
         }
     }

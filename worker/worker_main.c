@@ -10,8 +10,16 @@
  * discovery). Drain: drain to every broker, refuse new chunks (UNAVAILABLE), answer every chunk
  * held, disconnect, deregister, exit 0; a second signal exits at once (128 + signal).
  *
- * Invariants: every chunk received is answered exactly once (see worker_sched.h); Redis is only
- * touched by the registry agent's and the discovery thread, never by this loop.
+ * Discovery (--redis without --broker): each new list from the discovery thread (published
+ * only after a successful Redis read) opens links to listed brokers and closes the discovered
+ * links whose broker is no longer listed (disconnect first; worker_link.h, "Closing"). Links
+ * given with --broker are never closed. Chunks still held from a closed link are computed and
+ * their results dropped; the scheduler's per-link count keeps the closed slot from being reused
+ * until none is left (s_link_busy), so no result ever goes out through a reused index.
+ *
+ * Invariants: every chunk received is answered exactly once (see worker_sched.h; a result for a
+ * closed link is dropped and counted); Redis is only touched by the registry agent's and the
+ * discovery thread, never by this loop.
  * Thread: main (the event loop). Signal handlers only write to a pipe or _exit. */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +86,9 @@ typedef struct s_worker {
     com_registry_agent_t *agent;
     wrk_discovery_t *disc;
     uint64_t disc_gen;
+    wrk_broker_ep_t *disc_eps; /* [n_disc_eps]: the last list taken from discovery */
+    size_t n_disc_eps;
+    bool disc_retry; /* disc_eps not fully applied yet (new, or capped by S_MAX_BROKERS) */
     com_worker_record_t rec;
     bool draining;
     bool unhealthy;       /* the engine failed for good; exiting */
@@ -346,6 +357,18 @@ static const char *s_family_name(com_family_t f) {
 
 /* ------------------------------------------------------------------ callbacks */
 
+/* Unsent messages may linger this long on a closed socket: a heartbeat interval, 100..2000 ms. */
+static int s_linger_ms(const s_args_t *a) {
+    int linger = a->heartbeat_ms < 100 ? 100 : a->heartbeat_ms;
+    return linger > S_LINGER_MAX_MS ? S_LINGER_MAX_MS : linger;
+}
+
+/* wrk_links busy callback: a closed link's slot stays reserved while chunks from it are held. */
+static bool s_link_busy(void *arg, int32_t link) {
+    const s_worker_t *w = arg;
+    return w->sched && wrk_sched_held_link(w->sched, link) > 0;
+}
+
 static void s_send_result(void *arg, int32_t link, const uint8_t *data, size_t len) {
     s_worker_t *w = arg;
     wrk_links_send(w->links, link, data, len);
@@ -407,7 +430,8 @@ static void s_print_counters(const s_worker_t *w, const wrk_links_stats_t *lp, i
             "\"msgs_in\":%llu,\"msgs_out\":%llu,\"bad_frames\":%llu,\"bad_msgs\":%llu,"
             "\"unexpected_msgs\":%llu,\"hb_in\":%llu,\"hb_out\":%llu,\"ready_out\":%llu,"
             "\"disconnects_in\":%llu,\"drains_in\":%llu,\"brokers_lost\":%llu,"
-            "\"send_dropped\":%llu,\"encode_failed\":%llu,\"brokers\":%d}\n",
+            "\"send_dropped\":%llu,\"links_closed\":%llu,\"orphan_dropped\":%llu,"
+            "\"encode_failed\":%llu,\"brokers\":%d}\n",
             w->id, (long long)((com_clock_mono_us() - started_us) / 1000),
             (unsigned long long)s.chunks_in, (unsigned long long)s.chunks_done,
             (unsigned long long)s.chunks_failed, (unsigned long long)s.chunks_bad,
@@ -423,26 +447,45 @@ static void s_print_counters(const s_worker_t *w, const wrk_links_stats_t *lp, i
             (unsigned long long)l.hb_out, (unsigned long long)l.ready_out,
             (unsigned long long)l.disconnects_in, (unsigned long long)l.drains_in,
             (unsigned long long)l.brokers_lost, (unsigned long long)l.send_dropped,
+            (unsigned long long)l.links_closed, (unsigned long long)l.orphan_dropped,
             (unsigned long long)s.send_encode_failed, n_links);
 }
 
 /* ------------------------------------------------------------------ event loop */
 
+/* Applies discovery. A new list (a successful Redis read: a failed one publishes nothing, so a
+ * Redis error never closes a link) first closes the discovered links to brokers it no longer
+ * lists, then opens links to listed brokers that are not draining. A list cut short by
+ * S_MAX_BROKERS is applied again on later ticks, as links close. */
 static void s_discover(s_worker_t *w, int64_t now_us) {
-    char **eps = NULL;
-    size_t n = 0;
-    if (!w->disc || !wrk_discovery_take(w->disc, &w->disc_gen, &eps, &n))
+    if (!w->disc)
         return;
-    for (size_t i = 0; i < n; i++) {
+    wrk_broker_ep_t *eps = NULL;
+    size_t n = 0;
+    const bool fresh = wrk_discovery_take(w->disc, &w->disc_gen, &eps, &n);
+    if (fresh) {
+        wrk_discovery_list_free(w->disc_eps, w->n_disc_eps);
+        w->disc_eps = eps;
+        w->n_disc_eps = n;
+        wrk_links_prune(w->links, eps, n, "broker left Redis", s_linger_ms(&w->a));
+        w->disc_retry = true;
+    }
+    if (!w->disc_retry)
+        return;
+    w->disc_retry = false;
+    for (size_t i = 0; i < w->n_disc_eps; i++) {
+        const wrk_broker_ep_t *e = &w->disc_eps[i];
+        if (e->draining || wrk_links_find(w->links, e->endpoint) >= 0)
+            continue;
         com_error_t err = {0};
-        if (wrk_links_count(w->links) >= S_MAX_BROKERS) {
-            COM_WARN("discovery: already %d brokers, ignoring %s", S_MAX_BROKERS, eps[i]);
-        } else if (wrk_links_add(w->links, eps[i], now_us, &err) < 0) {
+        if (wrk_links_open_count(w->links) >= S_MAX_BROKERS) {
+            COM_LOG(fresh ? COM_LOG_WARN : COM_LOG_DEBUG, "discovery: already %d brokers, %s waits",
+                    S_MAX_BROKERS, e->endpoint);
+            w->disc_retry = true;
+        } else if (wrk_links_add(w->links, e->endpoint, true, now_us, &err) < 0) {
             COM_WARN("discovery: %s", err.msg);
         }
-        free(eps[i]);
     }
-    free(eps);
 }
 
 static void s_begin_drain(s_worker_t *w, const char *why) {
@@ -481,15 +524,23 @@ static int s_loop(s_worker_t *w) {
                 next_tick = next_record;
         }
         if (w->draining && wrk_sched_held(w->sched) == 0) {
-            COM_INFO("drained: disconnecting from %d broker(s)", (int)wrk_links_count(w->links));
+            COM_INFO("drained: disconnecting from %d broker(s)",
+                     (int)wrk_links_open_count(w->links));
             wrk_links_disconnect_all(w->links, "drained");
             return 0;
         }
-        const int32_t n_links = wrk_links_count(w->links);
+        /* open links only (closed slots have no socket); item k polls link link_of[k] */
+        const int32_t n_slots = wrk_links_count(w->links);
+        int32_t link_of[S_MAX_BROKERS];
         int n = 0;
-        for (int32_t i = 0; i < n_links; i++)
-            items[n++] =
-                (zmq_pollitem_t){.socket = wrk_links_socket(w->links, i), .events = ZMQ_POLLIN};
+        for (int32_t i = 0; i < n_slots && n < S_MAX_BROKERS; i++) {
+            void *sock = wrk_links_socket(w->links, i);
+            if (!sock)
+                continue;
+            link_of[n] = i;
+            items[n++] = (zmq_pollitem_t){.socket = sock, .events = ZMQ_POLLIN};
+        }
+        const int n_polled = n;
         const int engine_item = n;
         items[n++] = (zmq_pollitem_t){.fd = wrk_engine_event_fd(w->engine), .events = ZMQ_POLLIN};
         const int sig_item = n;
@@ -511,9 +562,9 @@ static int s_loop(s_worker_t *w) {
             }
         }
         if (rc > 0) {
-            for (int32_t i = 0; i < n_links; i++)
-                if (items[i].revents & ZMQ_POLLIN)
-                    wrk_links_recv(w->links, i, now, S_RECV_BATCH, s_on_chunk, w);
+            for (int k = 0; k < n_polled; k++)
+                if (items[k].revents & ZMQ_POLLIN)
+                    wrk_links_recv(w->links, link_of[k], now, S_RECV_BATCH, s_on_chunk, w);
         }
         const bool engine_ready = rc > 0 && (items[engine_item].revents & ZMQ_POLLIN);
         wrk_sched_pump(w->sched, engine_ready, com_clock_mono_us());
@@ -585,14 +636,16 @@ int main(int argc, char **argv) {
                            .dim = (uint32_t)info->embedding_dim,
                            .max_seq = (uint32_t)msl,
                            .credits = (uint32_t)w.a.credits,
-                           .heartbeat_ms = w.a.heartbeat_ms};
+                           .heartbeat_ms = w.a.heartbeat_ms,
+                           .busy = s_link_busy,
+                           .busy_arg = &w};
     if (wrk_links_new(w.zctx, &lo, &w.links, &err) != 0) {
         fprintf(stderr, "ember-worker: %s\n", err.msg);
         goto out;
     }
     const int64_t now = com_clock_mono_us();
     for (int i = 0; i < w.a.n_brokers; i++) {
-        if (wrk_links_add(w.links, w.a.brokers[i], now, &err) < 0) {
+        if (wrk_links_add(w.links, w.a.brokers[i], false, now, &err) < 0) {
             fprintf(stderr, "ember-worker: %s\n", err.msg);
             code = S_EXIT_USAGE;
             goto out;
@@ -634,17 +687,15 @@ out:;
     int n_links = 0;
     if (w.links) {
         wrk_links_stats(w.links, &lst);
-        n_links = (int)wrk_links_count(w.links);
+        n_links = (int)wrk_links_open_count(w.links);
     }
     /* Disconnects and results still queued get a bounded linger to reach the brokers. */
-    int linger = w.a.heartbeat_ms < 100 ? 100 : w.a.heartbeat_ms;
-    if (linger > S_LINGER_MAX_MS)
-        linger = S_LINGER_MAX_MS;
-    wrk_links_destroy(&w.links, code == 0 || code == S_EXIT_ENGINE ? linger : 0);
+    wrk_links_destroy(&w.links, code == 0 || code == S_EXIT_ENGINE ? s_linger_ms(&w.a) : 0);
     if (w.zctx)
         zmq_ctx_term(w.zctx);
     com_registry_agent_stop(&w.agent, code != S_EXIT_ENGINE); /* keep "unhealthy" visible */
     wrk_discovery_stop(&w.disc);
+    wrk_discovery_list_free(w.disc_eps, w.n_disc_eps);
     s_print_counters(&w, &lst, n_links, started_us);
     wrk_sched_destroy(&w.sched);
     wrk_engine_destroy(&w.engine);
