@@ -127,7 +127,9 @@ void wrk_links_destroy(wrk_links_t **self_p, int linger_ms) {
 /* ------------------------------------------------------------------ sending */
 
 int wrk_links_send(wrk_links_t *l, int32_t i, const void *data, size_t len) {
-    if (i < 0 || i >= l->n || !l->links[i].sock) {
+    if (i < 0 || i >= l->n)
+        return COM_EINVAL; /* never a link: a caller's bug, not a broker that left */
+    if (!l->links[i].sock) {
         l->st.orphan_dropped++;
         return COM_EBUSY;
     }

@@ -120,8 +120,8 @@ void wrk_links_endpoints(const wrk_links_t *l, char *buf, size_t cap);
 int wrk_links_recv(wrk_links_t *l, int32_t i, int64_t now_us, int max_msgs,
                    wrk_links_chunk_fn on_chunk, void *arg);
 
-/* Sends one message (bytes copied) on link i without blocking. Returns 0, or COM_EBUSY (queue
- * full, or link i closed: dropped and counted). */
+/* Sends one message (bytes copied) on link i without blocking. Returns 0, COM_EBUSY (queue full,
+ * or link i closed: dropped and counted) or COM_EINVAL (i was never a link). */
 int wrk_links_send(wrk_links_t *l, int32_t i, const void *data, size_t len);
 
 /* Timers: sends heartbeats / ready re-sends that are due, notices lost brokers. Returns the

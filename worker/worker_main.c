@@ -605,7 +605,8 @@ int main(int argc, char **argv) {
     int rc = wrk_engine_new(w.a.model_dir, &eo, &w.engine, &err);
     if (rc != 0) {
         fprintf(stderr, "ember-worker: cannot load %s: %s\n", w.a.model_dir, err.msg);
-        /* the engine parses --device: a malformed one (or a bad option) is a usage error */
+        /* COM_EINVAL: the engine rejected what the flags gave it (the --device string and its
+         * options, which only the engine parses; --threads; --max-batch-tokens): usage */
         return rc == COM_EUNSUPPORTED ? S_EXIT_UNSUPPORTED
                : rc == COM_EINVAL     ? S_EXIT_USAGE
                                       : S_EXIT_FAIL;
