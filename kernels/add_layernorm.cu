@@ -7,9 +7,10 @@
  * is written, by the same thread). Bandwidth-bound (12 bytes/element with the fp32 residual, 6
  * with bf16). Launch configurations (kern_add_layernorm_cuda_config):
  *   2  register-resident, hidden 384 / 768 / 1024 (G = 16 / 32 / 32 lanes per row, N = 3 / 3 / 4
- *      16-byte vectors per lane, 128-thread blocks of 128 / G rows): gamma/beta/b loads issued
- *      first, then n_rows, then every load of the row before the first reduction (one dependent
- *      round trip after n_rows), group shuffle reductions, no shared memory;
+ *      16-byte vectors per lane, 128-thread blocks of 128 / G rows): gamma/beta loaded before
+ *      the PDL wait (weights; kern_cuda_dev.cuh), then b and n_rows, then every load of the row
+ *      before the first reduction (one dependent round trip after n_rows), group shuffle
+ *      reductions, no shared memory;
  *   1  generic, hidden % 8 == 0: one warp per row, 4 rows per block, the row staged in shared
  *      memory, 16-byte accesses;
  *   0  generic, scalar accesses (any hidden, or a pointer not 16-byte aligned).
@@ -38,19 +39,22 @@ __global__ void __launch_bounds__(kThreads)
                  const uint16_t *__restrict__ b, const RT *residual,
                  const float *__restrict__ gamma, const float *__restrict__ beta, int32_t n_max,
                  const int32_t *__restrict__ n_rows, float eps) {
-    kern::pdl_begin();
     constexpr int32_t H = G * N * 8;
     const int lg = threadIdx.x % G;
     const int32_t t = blockIdx.x * (kThreads / G) + threadIdx.x / G;
     float g[N][8], be[N][8], bb[N][8];
+    /* gamma/beta are weights (no kernel writes them): loaded before the PDL wait */
 #pragma unroll
     for (int k = 0; k < N; k++) {
         const int i = (lg + G * k) * 8;
         kern::load_f32<8>(gamma + i, g[k]);
         kern::load_f32<8>(beta + i, be[k]);
-        if (b)
-            kern::load_bf16<8>(b + i, bb[k]);
     }
+    kern::pdl_begin();
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        if (b)
+            kern::load_bf16<8>(b + (lg + G * k) * 8, bb[k]);
     const bool live = t < n_max && (!n_rows || t < *n_rows);
     const int64_t o = (int64_t)t * H;
     float v[N][8] = {}; /* a row past n_rows stays zero (every lane joins the shuffles) */

@@ -56,43 +56,6 @@
 
 namespace {
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3,
-                                        const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ void ldsm_x4_t(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3,
-                                          const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(smem_addr(p)));
-}
-
-/* c += a b, m16n8k16, bf16 inputs, fp32 accumulators */
-__device__ __forceinline__ void mma_bf16(float *c, const uint32_t *a, uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void cp_async16s(uint32_t dst, const void *src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_commit() {
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int N> __device__ __forceinline__ void cp_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
 /* 2^x by the special-function unit (~2 ulp; -inf -> +0), what exp2f costs several
  * instructions more for */
 __device__ __forceinline__ float ex2(float x) {
@@ -157,24 +120,25 @@ __global__ void __launch_bounds__(W * 32, MINB)
     const int tc = threadIdx.x % kColT, tr = threadIdx.x / kColT;
     const uint16_t *kld = k + (int64_t)kh * HD + tc * 8 + (int64_t)(kbeg + tr) * ldk;
     const uint16_t *vld = v + (int64_t)kh * HD + tc * 8 + (int64_t)(kbeg + tr) * ldv;
-    const uint32_t sk0 = smem_addr(&sk[0][tr][tc * 8]), sv0 = smem_addr(&sv[0][tr][tc * 8]);
+    const uint32_t sk0 = kern::smem_u32(&sk[0][tr][tc * 8]),
+                   sv0 = kern::smem_u32(&sv[0][tr][tc * 8]);
     auto load_block = [&](int stage, int32_t kb) {
         const uint32_t so = (uint32_t)stage * (BN * kS * 2);
         const int32_t lim = nt - tr - kb; /* rows r < lim of the block exist */
 #pragma unroll
         for (int i = 0; i < kLoads; i++) {
             const bool ok = i * kRowStep < lim;
-            cp_async16s(sk0 + so + i * (kRowStep * kS * 2), kld + (int64_t)(i * kRowStep) * ldk,
-                        ok);
-            cp_async16s(sv0 + so + i * (kRowStep * kS * 2), vld + (int64_t)(i * kRowStep) * ldv,
-                        ok);
+            kern::cp_async16(sk0 + so + i * (kRowStep * kS * 2),
+                             kld + (int64_t)(i * kRowStep) * ldk, ok ? 16 : 0);
+            kern::cp_async16(sv0 + so + i * (kRowStep * kS * 2),
+                             vld + (int64_t)(i * kRowStep) * ldv, ok ? 16 : 0);
         }
         kld += (int64_t)BN * ldk, vld += (int64_t)BN * ldv;
     };
 #pragma unroll
     for (int st = 0; st < ST - 1; st++) {
         load_block(st, kbeg + st * BN);
-        cp_commit();
+        kern::cp_async_commit();
     }
 
     /* this thread's rows and their key ranges (empty for rows past n_tokens) */
@@ -262,13 +226,13 @@ __global__ void __launch_bounds__(W * 32, MINB)
 #pragma unroll
             for (int kk = 0; kk < HD / 16; kk++) {
                 uint32_t b0, b1, b2, b3;
-                ldsm_x4(b0, b1, b2, b3,
-                        &sk[st][16 * n2 + (lane % 8) + 8 * (lane / 16)]
-                           [kk * 16 + 8 * ((lane / 8) % 2)]);
+                kern::ldmatrix_x4(kern::smem_u32(&sk[st][16 * n2 + (lane % 8) + 8 * (lane / 16)]
+                                                    [kk * 16 + 8 * ((lane / 8) % 2)]),
+                                  b0, b1, b2, b3);
 #pragma unroll
                 for (int t = 0; t < MT; t++) {
-                    mma_bf16(s[t][2 * n2], qa[t][kk], b0, b1);
-                    mma_bf16(s[t][2 * n2 + 1], qa[t][kk], b2, b3);
+                    kern::mma_bf16(s[t][2 * n2], qa[t][kk], b0, b1);
+                    kern::mma_bf16(s[t][2 * n2 + 1], qa[t][kk], b2, b3);
                 }
             }
     };
@@ -344,17 +308,18 @@ __global__ void __launch_bounds__(W * 32, MINB)
             }
 #pragma unroll
             for (int t = 0; t < MT; t++)
-                mma_bf16(l_acc[t], pa[t], kOnes, kOnes); /* row sums of the bf16 P */
+                kern::mma_bf16(l_acc[t], pa[t], kOnes, kOnes); /* row sums of the bf16 P */
 #pragma unroll
             for (int dp = 0; dp < HD / 16; dp++) {
                 uint32_t b0, b1, b2, b3;
-                ldsm_x4_t(b0, b1, b2, b3,
-                          &sv[st][16 * kk + (lane % 8) + 8 * ((lane / 8) % 2)]
-                             [16 * dp + 8 * (lane / 16)]);
+                kern::ldmatrix_x4_trans(
+                    kern::smem_u32(&sv[st][16 * kk + (lane % 8) + 8 * ((lane / 8) % 2)]
+                                      [16 * dp + 8 * (lane / 16)]),
+                    b0, b1, b2, b3);
 #pragma unroll
                 for (int t = 0; t < MT; t++) {
-                    mma_bf16(o_acc[t][2 * dp], pa[t], b0, b1);
-                    mma_bf16(o_acc[t][2 * dp + 1], pa[t], b2, b3);
+                    kern::mma_bf16(o_acc[t][2 * dp], pa[t], b0, b1);
+                    kern::mma_bf16(o_acc[t][2 * dp + 1], pa[t], b2, b3);
                 }
             }
         }
@@ -365,11 +330,11 @@ __global__ void __launch_bounds__(W * 32, MINB)
     int st = 0;
     for (int j = 0; j < n_blocks; j++) {
         const int32_t kb = kbeg + j * BN;
-        cp_wait<ST - 2>();
+        kern::cp_async_wait<ST - 2>();
         __syncthreads();
         if (j + ST - 1 < n_blocks)
             load_block(st == 0 ? ST - 1 : st - 1, kb + (ST - 1) * BN);
-        cp_commit(); /* possibly empty: keeps the group count in step */
+        kern::cp_async_commit(); /* possibly empty: keeps the group count in step */
         /* the warp skips blocks none of its rows sees */
         if (kb < whi && kb + BN > wlo) {
             Scores sc;
@@ -381,7 +346,7 @@ __global__ void __launch_bounds__(W * 32, MINB)
         }
         st = st == ST - 1 ? 0 : st + 1;
     }
-    cp_wait<0>(); /* prefetched blocks past the end must land before the CTA retires */
+    kern::cp_async_wait<0>(); /* prefetched blocks past the end must land before the CTA retires */
 
 #pragma unroll
     for (int t = 0; t < MT; t++)

@@ -7,9 +7,10 @@
  * *n_tokens are zeroed. Grid sized by max_tokens (the bucket). Launch configurations
  * (kern_embed_layernorm_cuda_config):
  *   2  register-resident, hidden 384 / 768 / 1024 (G = 16 / 32 / 32 lanes per row, N = 3 / 3 / 4
- *      16-byte vectors per lane, 128-thread blocks of 128 / G rows): gamma/beta, the row's ids
- *      and n_tokens are loaded together, then the word and type rows with cu[tok_seq[t]], then
- *      the position row: three dependent round trips before the group shuffle reductions;
+ *      16-byte vectors per lane, 128-thread blocks of 128 / G rows): gamma/beta loaded before
+ *      the PDL wait (weights; kern_cuda_dev.cuh), the row's ids and n_tokens together after it,
+ *      then the word and type rows with cu[tok_seq[t]], then the position row: three dependent
+ *      round trips before the group shuffle reductions;
  *   1  generic, hidden % 8 == 0: one warp per row, 4 rows per block, the row staged in shared
  *      memory (each lane owns i = lane*8 + 256 k, no barrier), 16-byte loads;
  *   0  generic, scalar loads (any hidden, or a table not 16-byte aligned).
@@ -34,17 +35,18 @@ __global__ void __launch_bounds__(kThreads)
                    const uint16_t *__restrict__ word, const uint16_t *__restrict__ pos,
                    const uint16_t *__restrict__ type, const float *__restrict__ gamma,
                    const float *__restrict__ beta, float eps) {
-    kern::pdl_begin();
     constexpr int32_t H = G * N * 8;
     const int lg = threadIdx.x % G;
     const int32_t t = blockIdx.x * (kThreads / G) + threadIdx.x / G;
     const bool in = t < max_tokens;
     float g[N][8], be[N][8];
+    /* gamma/beta are weights (no kernel writes them): loaded before the PDL wait */
 #pragma unroll
     for (int k = 0; k < N; k++) {
         kern::load_f32<8>(gamma + (lg + G * k) * 8, g[k]);
         kern::load_f32<8>(beta + (lg + G * k) * 8, be[k]);
     }
+    kern::pdl_begin();
     int32_t id = 0, ty = 0, sq = 0;
     if (in) {
         id = ids[t];

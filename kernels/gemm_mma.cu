@@ -25,10 +25,13 @@
  * W once at n <= 128 and split-K restores the CTA count; 32/64-row tiles give many CTAs. At
  * large n the 64x128 / 128x128 8-warp tiles (cuBLASLt's wgmma kernels are 2-4x faster there; the
  * tuner decides). Requires in % 8 == 0, out % 8 == 0 and 16-byte aligned x, w, y.
- * kern::pdl_begin() first (PDL launch).
+ * PDL launch: the weight tiles of the first STAGES-1 K slices (cp.async, not yet committed) and
+ * each thread's 8 bias values are read BEFORE kern::pdl_wait(), overlapping the previous
+ * kernel's tail (no kernel writes w or b); x, and y, only after it; the trigger follows the wait.
  * Stream: the caller's. Tested by tests/test_kernels_cuda.c (test_linear: every configuration x
- * epilogue over awkward shapes); timed by bench_kernels_cuda ("linear ..." rows, through the
- * tuned plan). */
+ * epilogue over awkward shapes; test_linear_pdl: every configuration launched right behind the
+ * kernel that writes x); timed by bench_kernels_cuda ("linear ..." rows, through the tuned
+ * plan). */
 #include <cooperative_groups.h>
 
 #include "kernels/gemm_mma.h"
@@ -37,37 +40,6 @@
 namespace {
 
 namespace cg = cooperative_groups;
-
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-/* 16-byte async copy; src_bytes 0 fills the destination with zeros (and reads nothing). */
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2,
-                                            uint32_t &r3) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(addr));
-}
-
-__device__ __forceinline__ void mma_bf16(float *d, const uint32_t *a, const uint32_t *b) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK> struct Cfg {
     static constexpr int kBK = BK, kSA = BK + 8; /* K slice per stage; padded shared row */
@@ -85,14 +57,34 @@ template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int B
     static_assert(BM % SPLIT == 0 && BN % 8 == 0, "epilogue rows per cluster rank");
 };
 
+/* One operand's half of a pipeline stage: rows [r0, r0 + BR) of the K-major matrix src
+ * ([lim, K] bf16, global) at K tile kt into dst ([BR][BK + 8] bf16, shared), as BR * BK / 8
+ * 16-byte cp.async chunks spread over the CTA's THREADS threads. Rows >= lim and columns >= K
+ * are zero-filled (src-size 0: nothing is read). */
+template <int BR, int BK, int THREADS>
+__device__ __forceinline__ void load_rows(uint16_t *dst, const uint16_t *__restrict__ src,
+                                          int32_t r0, int32_t lim, int32_t K, int32_t kt, int tid) {
+    constexpr int kSA = BK + 8;
+    const int32_t k0 = kt * BK;
+#pragma unroll
+    for (int i = 0; i < BR * BK / 8 / THREADS; i++) {
+        const int c = tid + i * THREADS, r = c / (BK / 8), kc = (c % (BK / 8)) * 8;
+        const int32_t gr = r0 + r, gk = k0 + kc;
+        const bool ok = gr < lim && gk < K;
+        kern::cp_async16(kern::smem_u32(dst + r * kSA + kc), ok ? src + (int64_t)gr * K + gk : src,
+                         ok ? 16 : 0);
+    }
+}
+
 template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
 __device__ __forceinline__ void
 gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
           const uint16_t *__restrict__ b, int32_t n, int32_t K, int32_t N, int epi) {
     using C = Cfg<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>;
     constexpr int kBK = C::kBK, kSA = C::kSA;
+    constexpr int kRows = BM / SPLIT, kChunks = BN / 8; /* epilogue: rows per rank, 8-col chunks */
+    static_assert(C::kThreads % kChunks == 0, "epilogue: one column chunk per thread");
     extern __shared__ __align__(16) unsigned char smem[];
-    kern::pdl_begin();
     uint16_t *As = reinterpret_cast<uint16_t *>(smem); /* [STAGES][BM][kSA] */
     uint16_t *Bs = As + (size_t)STAGES * BM * kSA;     /* [STAGES][BN][kSA] */
     float *Cs = reinterpret_cast<float *>(smem);       /* [BM][kCS], after the main loop */
@@ -107,25 +99,43 @@ gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16
                   kt1 = (int32_t)((int64_t)(rank + 1) * nk / SPLIT);
     const int32_t my_nk = kt1 - kt0;
 
-    /* stage st <- K tile kt: BM rows of x and BN rows of w, 4 chunks of 8 bf16 per row */
-    auto load_tile = [&](int st, int32_t kt) {
-        const int32_t k0 = kt * kBK;
-        uint16_t *as = As + (size_t)st * BM * kSA, *bs = Bs + (size_t)st * BN * kSA;
-#pragma unroll
-        for (int i = 0; i < BM * kBK / 8 / C::kThreads; i++) {
-            const int c = tid + i * C::kThreads, r = c / (kBK / 8), kc = (c % (kBK / 8)) * 8;
-            const int32_t gr = row0 + r, gk = k0 + kc;
-            const bool ok = gr < n && gk < K;
-            cp_async16(smem_u32(as + r * kSA + kc), ok ? x + (int64_t)gr * K + gk : x, ok ? 16 : 0);
-        }
-#pragma unroll
-        for (int i = 0; i < BN * kBK / 8 / C::kThreads; i++) {
-            const int c = tid + i * C::kThreads, r = c / (kBK / 8), kc = (c % (kBK / 8)) * 8;
-            const int32_t gr = col0 + r, gk = k0 + kc;
-            const bool ok = gr < N && gk < K;
-            cp_async16(smem_u32(bs + r * kSA + kc), ok ? w + (int64_t)gr * K + gk : w, ok ? 16 : 0);
-        }
+    /* stage st <- K tile kt: BM rows of x (rows >= n zero) and BN rows of w (rows >= N zero) */
+    auto load_x = [&](int st, int32_t kt) {
+        load_rows<BM, kBK, C::kThreads>(As + (size_t)st * BM * kSA, x, row0, n, K, kt, tid);
     };
+    auto load_w = [&](int st, int32_t kt) {
+        load_rows<BN, kBK, C::kThreads>(Bs + (size_t)st * BN * kSA, w, col0, N, K, kt, tid);
+    };
+
+    /* Before the PDL wait, only what no kernel writes (kern::pdl_wait): the weight tiles of the
+     * prologue stages and this thread's 8 bias values (the epilogue's column chunk of a thread
+     * is the same on every pass, kThreads % kChunks == 0), kept as 4 bf16 pairs. The previous
+     * grid may still be running; nothing global is written before the wait. */
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++)
+        if (s < my_nk)
+            load_w(s, kt0 + s);
+    const int ec = (tid % kChunks) * 8; /* epilogue columns col0 + ec .. + 7 */
+    uint32_t bias2[4] = {0u, 0u, 0u, 0u};
+    if (epi >= 1 && tid < kRows * kChunks && col0 + ec < N)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            bias2[e] = (uint32_t)b[col0 + ec + 2 * e] | ((uint32_t)b[col0 + ec + 2 * e + 1] << 16);
+    kern::pdl_wait(); /* x (and y) only from here on */
+    kern::pdl_trigger();
+    /* cp.async groups: the W copies above were not committed, so they join the first group
+     * committed here. Group 0 = W tiles 0..STAGES-2 + x tile 0; group s = x tile s for
+     * s = 1..STAGES-2 (empty past my_nk); the main loop's group for tile t >= STAGES-1 holds
+     * both halves of it. At iteration t, STAGES-1+t groups are committed and
+     * cp_async_wait<STAGES-2> leaves at most STAGES-2 pending; groups complete in order, so
+     * groups 0..t are done: group 0 (every prologue W tile) and group t (x tile t, or all of
+     * tile t), i.e. both halves of tile t. */
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < my_nk)
+            load_x(s, kt0 + s);
+        kern::cp_async_commit(); /* empty groups too: the wait counts stay aligned */
+    }
 
     float acc[C::kMI][C::kNI][4];
 #pragma unroll
@@ -136,18 +146,14 @@ gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16
             for (int e = 0; e < 4; e++)
                 acc[i][j][e] = 0.f;
 
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < my_nk)
-            load_tile(s, kt0 + s);
-        cp_async_commit(); /* empty groups too: the wait counts stay aligned */
-    }
     for (int32_t t = 0; t < my_nk; t++) {
-        cp_async_wait<STAGES - 2>(); /* tile t has landed (for this thread) */
-        __syncthreads();             /* ... for all threads; and tile t-1's stage is free */
-        if (t + STAGES - 1 < my_nk)
-            load_tile((t + STAGES - 1) % STAGES, kt0 + t + STAGES - 1);
-        cp_async_commit();
+        kern::cp_async_wait<STAGES - 2>(); /* tile t has landed (for this thread) */
+        __syncthreads();                   /* ... for all threads; and tile t-1's stage is free */
+        if (t + STAGES - 1 < my_nk) {
+            load_x((t + STAGES - 1) % STAGES, kt0 + t + STAGES - 1);
+            load_w((t + STAGES - 1) % STAGES, kt0 + t + STAGES - 1);
+        }
+        kern::cp_async_commit();
         const uint16_t *as = As + (size_t)(t % STAGES) * BM * kSA;
         const uint16_t *bs = Bs + (size_t)(t % STAGES) * BN * kSA;
 #pragma unroll
@@ -157,24 +163,25 @@ gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16
             for (int i = 0; i < C::kMI; i++) {
                 /* lanes 0-15: rows 0-15 at k 0-7; lanes 16-31: rows 0-15 at k 8-15 */
                 const int r = wm * C::kWTM + i * 16 + (lane % 16), k = kk + (lane / 16) * 8;
-                ldmatrix_x4(smem_u32(as + r * kSA + k), af[i][0], af[i][1], af[i][2], af[i][3]);
+                kern::ldmatrix_x4(kern::smem_u32(as + r * kSA + k), af[i][0], af[i][1], af[i][2],
+                                  af[i][3]);
             }
 #pragma unroll
             for (int j = 0; j < C::kNI; j += 2) {
                 /* matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15) */
                 const int r = wn * C::kWTN + j * 8 + (lane & 7) + ((lane >> 4) << 3);
                 const int k = kk + ((lane >> 3) & 1) * 8;
-                ldmatrix_x4(smem_u32(bs + r * kSA + k), bf[j][0], bf[j][1], bf[j + 1][0],
-                            bf[j + 1][1]);
+                kern::ldmatrix_x4(kern::smem_u32(bs + r * kSA + k), bf[j][0], bf[j][1],
+                                  bf[j + 1][0], bf[j + 1][1]);
             }
 #pragma unroll
             for (int i = 0; i < C::kMI; i++)
 #pragma unroll
                 for (int j = 0; j < C::kNI; j++)
-                    mma_bf16(acc[i][j], af[i], bf[j]);
+                    kern::mma_bf16(acc[i][j], af[i], bf[j][0], bf[j][1]);
         }
     }
-    cp_async_wait<0>();
+    kern::cp_async_wait<0>();
     __syncthreads(); /* the ring is now reused as the fp32 staging tile */
 
     /* accumulator (i, j): rows lane/4 and lane/4 + 8, columns 2 (lane%4) and + 1 */
@@ -194,9 +201,8 @@ gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16
     else
         __syncthreads();
 
-    constexpr int kRows = BM / SPLIT, kChunks = BN / 8;
     for (int idx = tid; idx < kRows * kChunks; idx += C::kThreads) {
-        const int r = rank * kRows + idx / kChunks, c = (idx % kChunks) * 8;
+        const int r = rank * kRows + idx / kChunks, c = ec; /* idx % kChunks == tid % kChunks */
         const int32_t gr = row0 + r, gc = col0 + c;
         if (gr >= n || gc >= N) /* N % 8 == 0: a chunk is wholly in or out */
             continue;
@@ -214,8 +220,8 @@ gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16
         }
         if (epi >= 1) {
 #pragma unroll
-            for (int e = 0; e < 8; e++)
-                v[e] += kern::bf2f(b[gc + e]);
+            for (int e = 0; e < 8; e++) /* b[gc + e], read before the wait */
+                v[e] += __uint_as_float(e % 2 ? bias2[e / 2] & 0xffff0000u : bias2[e / 2] << 16);
             if (epi == 2)
 #pragma unroll
                 for (int e = 0; e < 8; e++)

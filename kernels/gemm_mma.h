@@ -20,7 +20,9 @@ bool kern_gemm_mma_worth(int32_t config, int32_t n);
 /* Host-side set-up of config (its dynamic shared memory limit); call before the first launch,
  * outside graph capture. Returns 0 or COM_EINTERNAL. */
 int kern_gemm_mma_prepare(int32_t config, com_error_t *err);
-/* epi: 0 none, 1 bias, 2 bias + erf GELU (kern_linear_epilogue_t). Returns 0, COM_EINVAL (bad
+/* epi: 0 none, 1 bias, 2 bias + erf GELU (kern_linear_epilogue_t). config must have been
+ * prepared (kern_gemm_mma_prepare) on this device. w and b are read before the kernel's PDL wait
+ * (kern_cuda_dev.cuh), so no kernel may write them: weights only. Returns 0, COM_EINVAL (bad
  * config / shape / alignment) or COM_EINTERNAL. Enqueued on stream; capture-safe. */
 int kern_gemm_mma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x, const uint16_t *w,
                        const uint16_t *b, int32_t n, int32_t in, int32_t out, cudaStream_t stream,

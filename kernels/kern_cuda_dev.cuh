@@ -1,6 +1,8 @@
 /* kernels/kern_cuda_dev.cuh — device-side helpers shared by the .cu kernels: warp reductions,
- * bf16 vector loads/stores (8 x bf16 = one 16-byte access), the launch-argument checks.
- * CUDA C++ only (included by the kernels/ .cu files). Pure device functions; no state. */
+ * bf16 vector loads/stores (8 x bf16 = one 16-byte access), the cp.async / ldmatrix / mma.sync
+ * wrappers of the tensor-core kernels (gemm_mma.cu, attention.cu), programmatic dependent launch,
+ * the launch-argument checks. CUDA C++ only (included by the kernels/ .cu files). Pure device
+ * functions; no state. */
 #ifndef EMBER_KERNELS_KERN_CUDA_DEV_CUH
 #define EMBER_KERNELS_KERN_CUDA_DEV_CUH
 
@@ -198,20 +200,83 @@ layernorm_regs_store(const float (&v)[N][8], const float (&g)[N][8], const float
     }
 }
 
-/* Programmatic dependent launch (sm_90). Every kernel launched by kern::launch starts with
- * pdl_wait() before it reads anything (n_rows included): the wait returns once the previous
- * grid on the stream has finished and its writes are visible, and because every grid waits,
- * "finished" is transitive (a kernel may read what any earlier one wrote). pdl_trigger() then
- * lets the next grid be launched while this one runs, so its launch latency hides behind this
- * grid's work; its blocks sit in their own pdl_wait() until this grid is done. Both are no-ops
- * when the grid was launched without the attribute. */
+/* ---- tensor-core building blocks (sm_80+ PTX), used by gemm_mma.cu and attention.cu ----
+ * Ordering: the cp.async wrappers carry a "memory" clobber, so the compiler neither moves plain
+ * shared-memory accesses across an issue / commit / wait nor keeps shared values in registers
+ * across them. ldmatrix and mma have none (they are asm volatile, which keeps their order
+ * relative to the cp.async wrappers); the callers order ldmatrix reads against the copies with
+ * cp_async_wait + __syncthreads, and plain stores into the same shared memory come after a
+ * __syncthreads. */
+
+/* Shared-memory (state-space) address of a generic pointer into shared memory. */
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16-byte async global -> shared copy, L2 only (.cg). src_bytes 16 copies; src_bytes 0 reads
+ * nothing (src is not dereferenced, so it may point anywhere) and fills dst with zeros. dst and
+ * src 16-byte aligned. */
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+/* Closes this thread's group of the cp.async copies issued since the last commit (possibly
+ * none: an empty group still counts). */
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+/* Waits until at most N of this thread's committed groups are pending; groups complete in
+ * commit order. Other threads' copies need a barrier after it. */
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Four 8x8 b16 matrices from shared memory: lanes 8i..8i+7 give the row addresses of matrix i
+ * (16-byte rows), r_i receives this lane's fragment of matrix i. */
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2,
+                                            uint32_t &r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+/* The same, each matrix transposed. */
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t &r0, uint32_t &r1,
+                                                  uint32_t &r2, uint32_t &r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+
+/* d += a b: mma.sync m16n8k16, row-major A (4 registers of bf16 pairs), column-major B (b0, b1),
+ * fp32 accumulators d[0..3]. */
+__device__ __forceinline__ void mma_bf16(float *d, const uint32_t *a, uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Programmatic dependent launch (sm_90). Every kernel launched by kern::launch calls pdl_wait()
+ * before it writes any global memory (the previous grid may still read it) and before it reads
+ * anything else: activations, per-batch inputs (ids, cu_seqlens, n_rows, n_tokens). The one
+ * exception: data that no kernel ever writes, i.e. the weights (GEMM w and b, LayerNorm gamma
+ * and beta), uploaded by host copies before the first launch, may be read before the wait,
+ * overlapping the previous grid's tail (gemm_mma.cu prefetches its first weight tiles and its
+ * bias, add_layernorm.cu and embed_layernorm.cu load gamma/beta). The wait returns once the
+ * previous grid on the stream has finished and its writes are visible, and because every grid
+ * waits before it triggers, "finished" is transitive (after its wait, a kernel may read what
+ * any earlier one wrote). pdl_trigger(), right after the wait, then lets the next grid be
+ * launched while this one runs, so its launch latency hides behind this grid's work; its blocks
+ * sit in their own pdl_wait() until this grid is done. Both are no-ops when the grid was
+ * launched without the attribute. */
 __device__ __forceinline__ void pdl_wait() {
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 }
 __device__ __forceinline__ void pdl_trigger() {
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
-/* The first statement of every kernel of ours. */
+/* The first statement of every kernel of ours that reads nothing before the wait. */
 __device__ __forceinline__ void pdl_begin() {
     pdl_wait();
     pdl_trigger();

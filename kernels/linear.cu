@@ -10,13 +10,14 @@
  * erf GELU, so a cuBLASLt BIAS_GELU plan runs the BIAS GEMM and then kern_bias_gelu_cuda in
  * place (two roundings); our kernels fuse bias + erf GELU and round once. In-place split-K
  * (counters, order-dependent sums) is masked out, so every candidate is deterministic.
- * The heuristic runs once, in kern_linear_plan_new (start-up), which also sets up our kernels'
- * shared-memory limits; kern_linear_cuda only launches with the cached choice and the caller's
- * preallocated workspace, so it is capture-safe and allocation-free. kern_linear_plan_tune times
- * each candidate as the whole op, queued behind a short spin kernel so that host launch overhead
- * (which a CUDA graph does not pay) does not decide. Stream: the caller's. Tested by
- * tests/test_kernels_cuda.c (heuristic ranks 0-3, each of our configurations, tuned; every
- * epilogue); timed by bench_kernels_cuda ("linear ..." rows). */
+ * The heuristic runs once, in kern_linear_plan_new (start-up), which also sets up the
+ * shared-memory limits of the configurations of ours the plan can ever launch (the one a
+ * negative rank names; those the tuner may time, s_tunable); kern_linear_cuda only launches with
+ * the cached choice and the caller's preallocated workspace, so it is capture-safe and
+ * allocation-free. kern_linear_plan_tune times each candidate as the whole op, queued behind a
+ * short spin kernel so that host launch overhead (which a CUDA graph does not pay) does not decide.
+ * Stream: the caller's. Tested by tests/test_kernels_cuda.c (heuristic ranks 0-3, each of our
+ * configurations, tuned; every epilogue); timed by bench_kernels_cuda ("linear ..." rows). */
 #include <stdlib.h>
 
 #include "kernels/bias_gelu.h"
@@ -84,6 +85,12 @@ extern "C" void kern_linear_plan_destroy(kern_linear_plan_t **self_p) {
     *self_p = NULL;
 }
 
+/* Our configuration c may be timed (and so chosen) by kern_linear_plan_tune for the plan's
+ * shape: the one test both s_plan_init (which prepares it) and the tuner use. */
+static bool s_tunable(const kern_linear_plan_t *p, int32_t c) {
+    return kern_gemm_mma_valid(c, p->n, p->in, p->out) && kern_gemm_mma_worth(c, p->n);
+}
+
 static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t workspace_bytes,
                        int32_t rank, com_error_t *err) {
     KERN_CUBLAS_TRY(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), err);
@@ -137,10 +144,13 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
         usable++;
     }
     p->n_cand = usable;
-    /* our configurations for this shape get their shared-memory limits now, so that neither
-     * kern_linear_cuda nor a later tune sets attributes */
+    /* Our configurations get their shared-memory limits now, so that neither kern_linear_cuda
+     * nor a later tune sets attributes: exactly those the plan can ever launch, i.e. the one a
+     * negative rank asks for (whatever n) and those kern_linear_plan_tune may time and pick
+     * (s_tunable); nothing else can become p->rank. */
     for (int32_t c = 0; c < kern_gemm_mma_count(); c++)
-        if (kern_gemm_mma_valid(c, p->n, p->in, p->out)) {
+        if (KERN_LINEAR_OWN(c) == rank ? kern_gemm_mma_valid(c, p->n, p->in, p->out)
+                                       : s_tunable(p, c)) {
             const int rc = kern_gemm_mma_prepare(c, err);
             if (rc != 0)
                 return rc;
@@ -220,6 +230,24 @@ extern "C" int kern_linear_cuda(cublasLtHandle_t lt, const kern_linear_plan_t *p
     return s_run(lt, p, p->rank, y, x, w, b, workspace, stream, err);
 }
 
+extern "C" int kern_linear_plan_choose(kern_linear_plan_t *p, int32_t rank, com_error_t *err) {
+    if (!p)
+        return com_error_set(err, COM_EINVAL, "linear choose: no plan");
+    /* only what the tuner itself could pick: a heuristic candidate, or one of ours that
+     * kern_linear_plan_new prepared for this shape */
+    const bool ok =
+        rank >= 0 ? rank < p->n_cand
+                  : rank >= KERN_LINEAR_OWN(kern_gemm_mma_count() - 1) && s_tunable(p, -1 - rank);
+    if (!ok)
+        return com_error_set(err, COM_EUNSUPPORTED,
+                             "linear plan %dx%dx%d: rank %d is not a candidate here", (int)p->n,
+                             (int)p->in, (int)p->out, (int)rank);
+    p->rank = rank;
+    p->workspace_bytes = rank >= 0 ? p->cand_ws[rank] : 0;
+    s_describe(p);
+    return 0;
+}
+
 /* Holds the stream for ns nanoseconds, so that the timed launches queued behind it run back to
  * back on the GPU instead of at the host's launch rate. */
 static __global__ void k_linear_spin(uint64_t ns) {
@@ -232,27 +260,38 @@ static __global__ void k_linear_spin(uint64_t ns) {
     } while (t - t0 < ns);
 }
 
-/* Mean time (ms) of reps runs of candidate rank, the best of trials, timed by events on stream. */
+/* Mean time (ms) of one run of candidate rank: the best of kTrials trials of reps back-to-back
+ * runs, timed by events on stream. reps follows a first timed run, so that a trial lasts about
+ * kTrialMs (2..16 runs): the big buckets' GEMMs, which dominate start-up, get few repetitions.
+ * Each trial queues behind a spin kernel long enough to cover the host's time to enqueue it. */
 static int s_time_cand(cublasLtHandle_t lt, kern_linear_plan_t *p, int32_t rank, uint16_t *y,
                        const uint16_t *x, const uint16_t *w, const uint16_t *b, void *workspace,
                        cudaStream_t stream, cudaEvent_t e0, cudaEvent_t e1, float *best_ms,
                        com_error_t *err) {
-    enum { kWarm = 2, kReps = 16, kTrials = 3 };
-    const uint64_t spin_ns = 200 * 1000; /* > the host's time to queue kReps ops */
-    int rc = 0;
+    enum { kTrials = 3, kMinReps = 2, kMaxReps = 16 };
+    const float kTrialMs = 0.3f;
+    const uint64_t kLaunchNs = 12 * 1000; /* host time to enqueue one run, generously */
     *best_ms = 1e30f;
-    for (int r = 0; r < kWarm && rc == 0; r++)
-        rc = s_run(lt, p, rank, y, x, w, b, workspace, stream, err);
-    for (int t = 0; t < kTrials && rc == 0; t++) {
-        KERN_CUDA_TRY(kern::launch(k_linear_spin, dim3(1), dim3(1), 0, stream, spin_ns), err);
+    int rc = s_run(lt, p, rank, y, x, w, b, workspace, stream, err); /* warm-up */
+    int reps = 1;
+    for (int t = 0; t <= kTrials && rc == 0; t++) {
+        KERN_CUDA_TRY(kern::launch(k_linear_spin, dim3(1), dim3(1), 0, stream,
+                                   (uint64_t)reps * kLaunchNs + 20 * 1000),
+                      err);
         KERN_CUDA_TRY(cudaEventRecord(e0, stream), err);
-        for (int r = 0; r < kReps && rc == 0; r++)
+        for (int r = 0; r < reps && rc == 0; r++)
             rc = s_run(lt, p, rank, y, x, w, b, workspace, stream, err);
         KERN_CUDA_TRY(cudaEventRecord(e1, stream), err);
         KERN_CUDA_TRY(cudaEventSynchronize(e1), err);
         float ms = 0.f;
         KERN_CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1), err);
-        *best_ms = fminf(*best_ms, ms / kReps);
+        ms /= (float)reps;
+        if (t == 0) { /* the sizing run: not counted */
+            const float want = ms > 0.f ? kTrialMs / ms : (float)kMaxReps;
+            reps = want < kMinReps ? kMinReps : want > kMaxReps ? kMaxReps : (int)want;
+            continue;
+        }
+        *best_ms = fminf(*best_ms, ms);
     }
     return rc;
 }
@@ -285,8 +324,7 @@ extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p,
         const int32_t rank = i < p->n_cand ? i : KERN_LINEAR_OWN(i - p->n_cand);
         if (rank >= 0 && p->cand_ws[rank] > workspace_bytes)
             continue;
-        if (rank < 0 && (!aligned || !kern_gemm_mma_valid(-1 - rank, p->n, p->in, p->out) ||
-                         !kern_gemm_mma_worth(-1 - rank, p->n)))
+        if (rank < 0 && (!aligned || !s_tunable(p, -1 - rank))) /* prepared iff tunable */
             continue;
         float ms = 0.f;
         rc = s_time_cand(lt, p, rank, y, x, w, b, workspace, stream, e0, e1, &ms, err);

@@ -68,12 +68,21 @@ int kern_linear_plan_tune(struct cublasLtContext *lt, kern_linear_plan_t *p, uin
                           const uint16_t *x, const uint16_t *w, const uint16_t *b, void *workspace,
                           size_t workspace_bytes, struct CUstream_st *stream, int32_t *chosen,
                           com_error_t *err);
+/* Makes candidate rank the plan's algorithm without timing (a choice kern_linear_plan_tune made
+ * earlier for the same shape, kept by the caller: worker/tune_cache.h). Only ranks the tuner
+ * could pick are accepted: a heuristic candidate (rank < the number it offered) or one of our
+ * configurations valid and timed at this shape. The caller should compare
+ * kern_linear_plan_describe afterwards with what it kept: the same rank can name another
+ * algorithm after a library upgrade. Returns 0 or COM_EUNSUPPORTED / COM_EINVAL (the plan is
+ * unchanged then). */
+int kern_linear_plan_choose(kern_linear_plan_t *p, int32_t rank, com_error_t *err);
 /* A short name of the plan's algorithm for logs ("cublasLt #0 algo 6 tile 18 splitK 1",
  * "mma 32x64 w4 splitk2"); owned by the plan, valid until it is destroyed or tuned again. */
 const char *kern_linear_plan_describe(const kern_linear_plan_t *p);
-/* Runs y[n, out] = epi(x[n, in] w[out, in]^T + b[out]) for the plan's n. Returns 0, COM_EINVAL
- * (bad arguments; for our configurations also pointers not 16-byte aligned) or COM_EINTERNAL.
- * Enqueued on stream. */
+/* Runs y[n, out] = epi(x[n, in] w[out, in]^T + b[out]) for the plan's n. w and b must be data
+ * that no kernel writes (weights): our configurations read them before their PDL wait, while
+ * the previous kernel on the stream may still run. Returns 0, COM_EINVAL (bad arguments; for
+ * our configurations also pointers not 16-byte aligned) or COM_EINTERNAL. Enqueued on stream. */
 int kern_linear_cuda(struct cublasLtContext *lt, const kern_linear_plan_t *p,
                      uint16_t *y,       /* [n, out], device bf16 */
                      const uint16_t *x, /* [n, in], device bf16 */

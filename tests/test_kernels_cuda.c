@@ -4,7 +4,8 @@
  * that are not a multiple of the 64-row tile, the largest bucket) and every launch configuration
  * the launchers can pick (vector / scalar element-wise paths; attention head_dim 32 / 64 x causal x
  * GQA; several cuBLASLt heuristic ranks and each of our GEMM configurations x epilogue; rows
- * past the device-side count left untouched). Inputs
+ * past the device-side count left untouched), and the PDL ordering: each GEMM launched right
+ * behind the kernel that writes its input must not read it early (test_linear_pdl). Inputs
  * are rounded to bf16 for both sides, so the comparison measures the kernel, not the input
  * rounding; bf16 outputs get relative tolerances of about 1e-2, fp32 outputs 1e-4 or tighter.
  * Outputs are poisoned (NaN) before every run. Without a CUDA device: prints "SKIPPED: no CUDA
@@ -269,6 +270,91 @@ static void test_linear(void) {
            "checked, %d own configurations\n",
            n_plans, (int)n_own);
     cudaFree(ws);
+    cublasLtDestroy(lt);
+}
+
+/* ---- a GEMM right behind the kernel that writes its input (PDL ordering) ---- */
+/* x [T, 1024] is written by kern_attention_cuda (one sequence of T = 1024 tokens, 16 heads x 64,
+ * not causal) and read at once by the GEMM on the same stream, with no synchronisation between:
+ * each of our configurations (KERN_LINEAR_OWN plans: kern_linear_cuda -> kern_gemm_mma_cuda, a
+ * direct launch) and cuBLASLt's first choice, every epilogue. Why a bug would show: our kernels
+ * trigger their dependents right after their own pdl_wait, so the GEMM grid is launched as soon
+ * as every attention CTA has started, and its CTAs run beside them (16 x 16 = 256 attention
+ * CTAs, about 2 per SM on an H200, leave registers and shared memory free). Each attention CTA
+ * walks all 16 key blocks before it writes its 64 rows, microseconds after the GEMM's CTAs have
+ * started; x is poisoned (NaN) before every run. A GEMM that copied an x tile before its
+ * pdl_wait would thus read NaN and y would hold NaN, which s_cmp counts as bad; reading w and b
+ * early (uploaded by cudaMemcpy before) is allowed. The reference is kern_linear_ref over x as
+ * the device holds it (bf16, downloaded; the producer is deterministic, checked every run). */
+static void test_linear_pdl(void) {
+    const int32_t T = 1024, nh = 16, hd = 64, in = nh * hd, out = 136;
+    static const char *epi_name[3] = {"none", "bias", "bias+gelu"};
+    kern_pdl_set(true);
+    const kern_attention_params_t ap = {nh, nh, hd, 1.0f / sqrtf((float)hd), false};
+    const int32_t cu[2] = {0, T};
+    int32_t *ts = calloc((size_t)T, sizeof *ts); /* every token in sequence 0 */
+    float *qkv = s_rand_bf((size_t)T * 3 * in, -2, 2);
+    uint16_t *dqkv = s_up_bf(qkv, (size_t)T * 3 * in), *dx = s_dev((size_t)T * in * 2);
+    int32_t *dts = s_up(ts, (size_t)T * 4), *dcu = s_up(cu, sizeof cu), *dn = s_up(&T, 4);
+    float *w = s_rand_bf((size_t)out * in, -1, 1), *bias = s_rand_bf(out, -1, 1);
+    uint16_t *dw = s_up_bf(w, (size_t)out * in), *dbias = s_up_bf(bias, out);
+    uint16_t *dy = s_dev((size_t)T * out * 2);
+    cublasLtHandle_t lt = NULL;
+    KERN_CUBLAS_FATAL(cublasLtCreate(&lt));
+    const size_t ws_bytes = (size_t)32 << 20;
+    void *ws = s_dev(ws_bytes);
+    com_error_t err = {0};
+    /* a first producer run, alone: x as the device computes it, and the attention kernel's
+     * one-time function attributes out of the way */
+    CHECK(kern_attention_cuda(&ap, dx, in, dqkv, 3 * in, dqkv + in, 3 * in, dqkv + 2 * in, 3 * in,
+                              dcu, dts, dn, T, g_st, &err) == 0);
+    float *x = s_down_bf(dx, (size_t)T * in);
+    float *ref[3];
+    for (int ep = 0; ep < 3; ep++) {
+        ref[ep] = malloc((size_t)T * out * sizeof *ref[ep]);
+        kern_linear_ref(ref[ep], x, w, ep ? bias : NULL, T, in, out);
+        if (ep == KERN_LINEAR_BIAS_GELU)
+            kern_bias_gelu_ref(ref[ep], NULL, T, out);
+    }
+    const int32_t n_own = kern_linear_own_count();
+    int n_runs = 0;
+    for (int32_t i = 0; i < n_own + 3; i++) {
+        const bool own = i < n_own;
+        const int32_t rank = own ? KERN_LINEAR_OWN(i) : 0;
+        const int ep = own ? (int)(i % 3) : (int)(i - n_own);
+        kern_linear_plan_t *p = NULL;
+        int rc = kern_linear_plan_new(lt, T, in, out, (kern_linear_epilogue_t)ep, ws_bytes, rank,
+                                      &p, &err);
+        CHECK_MSG(rc == 0, "linear pdl plan rank %d: %s", (int)rank, err.msg);
+        if (rc != 0)
+            continue;
+        char what[128];
+        snprintf(what, sizeof what, "linear %dx%dx%d %s behind attention (%s)", (int)T, (int)in,
+                 (int)out, epi_name[ep], kern_linear_plan_describe(p));
+        s_poison(dx, (size_t)T * in * 2);
+        s_poison(dy, (size_t)T * out * 2);
+        /* back to back: the producer, then the GEMM, nothing between */
+        rc = kern_attention_cuda(&ap, dx, in, dqkv, 3 * in, dqkv + in, 3 * in, dqkv + 2 * in,
+                                 3 * in, dcu, dts, dn, T, g_st, &err);
+        if (rc == 0)
+            rc = kern_linear_cuda(lt, p, dy, dx, dw, ep ? dbias : NULL, ws, ws_bytes, g_st, &err);
+        CHECK_MSG(rc == 0, "%s: %s", what, err.msg);
+        float *got = s_down_bf(dy, (size_t)T * out), *x2 = s_down_bf(dx, (size_t)T * in);
+        CHECK_MSG(memcmp(x2, x, (size_t)T * in * sizeof *x) == 0, "%s: the producer's x differs",
+                  what);
+        s_cmp(what, got, ref[ep], (size_t)T * out, 1e-2 * s_rms(ref[ep], (size_t)T * out), 1e-2);
+        free(got), free(x2);
+        kern_linear_plan_destroy(&p);
+        n_runs++;
+    }
+    printf("linear behind its producer (PDL): %d plans (%d own configurations, cuBLASLt x 3 "
+           "epilogues) checked\n",
+           n_runs, (int)n_own);
+    for (int ep = 0; ep < 3; ep++)
+        free(ref[ep]);
+    free(ts), free(qkv), free(x), free(w), free(bias);
+    cudaFree(dqkv), cudaFree(dx), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+    cudaFree(dw), cudaFree(dbias), cudaFree(dy), cudaFree(ws);
     cublasLtDestroy(lt);
 }
 
@@ -585,6 +671,7 @@ int main(void) {
     KERN_CUDA_FATAL(cudaStreamCreate(&g_st));
     test_embed();
     test_linear();
+    test_linear_pdl();
     test_bias_gelu();
     test_add_layernorm();
     test_add_layernorm_bf16();
