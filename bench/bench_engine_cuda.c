@@ -8,7 +8,7 @@
  *     100 texts of 32..512 tokens (seeded lengths, one ragged batch split by the engine at
  *     max_batch_tokens, and 4 batches of 25 pipelined): tokens/s; latency vs token count
  *     (128..8192, sequences of <= 512); prints a table, writes JSON.
- *   bench_engine_cuda profile MODEL_DIR DEVICE CASE [REPS]
+ *   bench_engine_cuda profile MODEL_DIR DEVICE CASE[,CASE...] [REPS]
  *     one case (b1_128, ragged, or a token count as sequences of <= 512) on DEVICE (e.g.
  *     "cuda:0,graphs=off" under ncu): wall and GPU medians.
  *   bench_engine_cuda dump MODEL_DIR DEVICE IN.bin OUT.bin
@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/log.h"
 #include "common/prng.h"
 #include "worker/engine.h"
 #ifdef EMBER_HAVE_CUDA
@@ -169,8 +170,8 @@ static void s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps, double
     free(v), free(g);
 }
 
-/* bench_engine_cuda profile MODEL_DIR DEVICE CASE REPS: one case (b1_128, ragged, or a token
- * count N as sequences of <= 512), wall and GPU medians; for profilers (ncu) and quick checks */
+/* bench_engine_cuda profile MODEL_DIR DEVICE CASE[,CASE...] REPS: cases b1_128, ragged, or a
+ * token count N as sequences of <= 512; wall and GPU medians; for profilers (ncu) and A/B runs */
 static work_t s_case(const char *name, int32_t vocab, com_prng_t *rng) {
     if (strcmp(name, "ragged") == 0) {
         int32_t lens[100];
@@ -190,20 +191,29 @@ static int s_profile(const char *dir, const char *device, const char *name, int 
     com_error_t err = {0};
     wrk_engine_t *e = NULL;
     wrk_engine_opts_t o = {device, 0, 0};
+    const double t0 = bench_now_s();
     if (wrk_engine_new(dir, &o, &e, &err) != 0) {
         fprintf(stderr, "engine: %s\n", err.msg);
         return 1;
     }
-    com_prng_t rng;
-    com_prng_seed(&rng, 42);
-    work_t w = s_case(name, wrk_engine_model(e)->vocab_size, &rng);
-    double med, p99, gmed;
-    s_time(e, &w, 1, reps, &med, &p99, &gmed);
-    printf("profile %s %s %s: %d seqs, %d tokens: wall median %.4f ms p99 %.4f ms, GPU median "
-           "%.4f ms (%.0f tokens/s wall)\n",
-           dir, device, name, (int)w.n_seqs, (int)w.n_tokens, med, p99, gmed,
-           w.n_tokens / (med * 1e-3));
-    free(w.ids), free(w.cu);
+    printf("profile %s %s: engine start %.0f ms\n", dir, device, (bench_now_s() - t0) * 1e3);
+    /* CASE may list several, comma-separated: one engine start (and GEMM tuning) for all */
+    for (const char *c = name; *c;) {
+        char one[32];
+        const size_t n = strcspn(c, ",");
+        snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), c);
+        c += n + (c[n] == ',');
+        com_prng_t rng;
+        com_prng_seed(&rng, 42);
+        work_t w = s_case(one, wrk_engine_model(e)->vocab_size, &rng);
+        double med, p99, gmed;
+        s_time(e, &w, 1, reps, &med, &p99, &gmed);
+        printf("profile %s %s %s: %d seqs, %d tokens: wall median %.4f ms p99 %.4f ms, GPU "
+               "median %.4f ms (%.0f tokens/s wall)\n",
+               dir, device, one, (int)w.n_seqs, (int)w.n_tokens, med, p99, gmed,
+               w.n_tokens / (med * 1e-3));
+        free(w.ids), free(w.cu);
+    }
     wrk_engine_destroy(&e);
     return 0;
 }
@@ -300,6 +310,7 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
 #endif
 
 int main(int argc, char **argv) {
+    com_log_init_from_env(); /* EMBER_LOG=info|debug: the engine's start-up and plan choices */
     if (argc >= 6 && strcmp(argv[1], "dump") == 0)
         return s_dump(argv[2], argv[3], argv[4], argv[5]);
 #ifdef EMBER_HAVE_CUDA
@@ -310,7 +321,7 @@ int main(int argc, char **argv) {
 #endif
     fprintf(stderr,
             "usage: %s bench MODEL_DIR NAME OUT.json [REPS]   (CUDA builds)\n"
-            "       %s profile MODEL_DIR DEVICE b1_128|ragged|TOKENS [REPS]   (CUDA builds)\n"
+            "       %s profile MODEL_DIR DEVICE b1_128|ragged|TOKENS[,...] [REPS]   (CUDA builds)\n"
             "       %s dump MODEL_DIR DEVICE IN.bin OUT.bin\n",
             argv[0], argv[0], argv[0]);
     return 2;

@@ -4,3 +4,8 @@ if(TARGET ember_engine)
     ember_add_test(NAME engine_cpu SOURCES test_engine_cpu.c LIBS ember_engine ember_common
                    TIMEOUT 900)
 endif()
+if(TARGET ember_engine)
+    # worker/tune_cache.c: the CUDA engine's GEMM choices kept across starts (a real file)
+    ember_add_test(NAME tune_cache SOURCES test_tune_cache.c LIBS ember_engine ember_common
+                   TIMEOUT 60)
+endif()

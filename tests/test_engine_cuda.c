@@ -7,9 +7,9 @@
  * the same bits eager, at capture and at replay (checked first, on a fresh engine);
  * capture-all-at-start and never-capture modes; batches over max_batch_tokens split internally;
  * many batches in flight completing in order with the eventfd firing; bad batches rejected while
- * the engine keeps working; results that outlive the engine; the bucket rule. Without a CUDA
- * device: "SKIPPED: no CUDA device", exit
- * 77. One submitting thread. */
+ * the engine keeps working; results that outlive the engine; the GEMM tuning cache across
+ * starts (same bits from cached choices; stale entries re-timed); the bucket rule. Without a
+ * CUDA device: "SKIPPED: no CUDA device", exit 77. One submitting thread. */
 #include <math.h>
 #include <poll.h>
 #include <stdint.h>
@@ -20,6 +20,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "common/clock.h"
+#include "common/file.h"
 #include "common/prng.h"
 #include "tests/test_util.h"
 #include "worker/engine.h"
@@ -107,7 +109,89 @@ static void test_buckets(void) {
     }
 }
 
+/* Sequences per test batch: n for an all-MiniLM-L6-v2-sized model, fewer for larger ones so
+ * the CPU engine's share (the reference side of every comparison) stays about the same. */
+static int32_t s_seqs(const com_model_info_t *in, int32_t n) {
+    const int64_t scale = (int64_t)in->hidden_size * in->num_layers / (384 * 6);
+    return scale > 1 && n / scale >= 1 ? (int32_t)(n / scale) : n;
+}
+
+/* The GEMM tuning cache (worker/tune_cache.h) through real engines: the first start times
+ * every plan and writes the file, the second takes every plan from it and computes the same
+ * bits; an entry whose description no longer matches, and junk lines, cost only a re-timing;
+ * tune_cache=off times everything. */
+static void test_tune_cache(const char *dir, wrk_engine_t *cpu, const char *cache) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/tune.txt", cache);
+    setenv("EMBER_TUNE_CACHE", path, 1);
+    const com_model_info_t *in = wrk_engine_model(cpu);
+    batch_t x;
+    s_make(&x, in, 9, 100); /* <= 1024 tokens: one chunk */
+    wrk_result_t *r[2] = {NULL, NULL};
+    const float *out[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        com_error_t err = {0};
+        wrk_engine_t *g = NULL;
+        wrk_engine_opts_t o = {"cuda:0", 0, 1024}; /* 16 buckets, 64 plans */
+        const double t0 = com_clock_mono_us();
+        CHECK_MSG(wrk_engine_new(dir, &o, &g, &err) == 0, "engine: %s", err.msg);
+        if (!g)
+            continue;
+        const double ms = (com_clock_mono_us() - t0) / 1e3;
+        wrk_cuda_stats_t st;
+        CHECK(wrk_engine_cuda_stats(g, &st, &err) == 0);
+        printf("tuning cache, start %d: %.0f ms, %d plans timed, %d from the cache\n", i + 1, ms,
+               (int)st.plans_timed, (int)st.plans_cached);
+        CHECK_MSG(i == 0 ? st.plans_timed == 64 && st.plans_cached == 0
+                         : st.plans_timed == 0 && st.plans_cached == 64,
+                  "start %d: %d timed, %d cached", i + 1, (int)st.plans_timed,
+                  (int)st.plans_cached);
+        out[i] = s_run(g, &x.b, &r[i]);
+        s_compare(g, cpu, &x.b, "cached plans");
+        wrk_engine_destroy(&g);
+    }
+    if (out[0] && out[1])
+        CHECK_MSG(memcmp(out[0], out[1], (size_t)x.b.n_seqs * in->embedding_dim * 4) == 0,
+                  "the cached choices compute other bits than the timed ones");
+    wrk_result_destroy(&r[0]), wrk_result_destroy(&r[1]);
+
+    /* one entry's description made stale, a junk line added: that plan alone is re-timed */
+    char *text = NULL;
+    size_t len = 0;
+    com_error_t err = {0};
+    CHECK(com_file_read(path, 1 << 20, &text, &len, &err) == 0);
+    const char *first = text ? strchr(text, '\n') : NULL; /* past the comment line */
+    const char *eol = first ? strchr(first + 1, '\n') : NULL;
+    const char *tab = NULL; /* the last TAB of the first entry: before its description */
+    for (const char *p = first ? first + 1 : NULL; p && eol && p < eol; p++)
+        tab = *p == '\t' ? p : tab;
+    FILE *f = fopen(path, "w");
+    CHECK(tab != NULL && f != NULL);
+    if (tab && f)
+        fprintf(f, "junk without tabs\n%.*s\tno such algorithm%s", (int)(tab - first - 1),
+                first + 1, eol);
+    if (f)
+        fclose(f);
+    free(text);
+    for (int off = 0; off < 2; off++) {
+        wrk_engine_t *g = NULL;
+        wrk_engine_opts_t o = {off ? "cuda:0,tune_cache=off" : "cuda:0", 0, 1024};
+        CHECK_MSG(wrk_engine_new(dir, &o, &g, &err) == 0, "engine: %s", err.msg);
+        if (!g)
+            continue;
+        wrk_cuda_stats_t st;
+        CHECK(wrk_engine_cuda_stats(g, &st, &err) == 0);
+        CHECK_MSG(off ? st.plans_timed == 64 && st.plans_cached == 0
+                      : st.plans_timed == 1 && st.plans_cached == 63,
+                  "%s: %d timed, %d cached", o.device, (int)st.plans_timed, (int)st.plans_cached);
+        s_compare(g, cpu, &x.b, o.device);
+        wrk_engine_destroy(&g);
+    }
+    s_free(&x);
+}
+
 int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a timeout */
     test_buckets();
     int n_dev = 0;
     cudaError_t ce = cudaGetDeviceCount(&n_dev);
@@ -117,6 +201,11 @@ int main(void) {
         return TEST_SKIP_CODE;
     }
     test_require_model();
+    /* every engine here keeps its GEMM choices in a scratch file, not the user's cache */
+    char scratch[512], main_cache[640];
+    CHECK(test_scratch_dir("engine_cuda", scratch, sizeof scratch) == 0);
+    snprintf(main_cache, sizeof main_cache, "%s/main.txt", scratch);
+    setenv("EMBER_TUNE_CACHE", main_cache, 1);
     com_prng_seed(&g_rng, 7);
     const char *dir = test_model_dir();
     com_error_t err = {0};
@@ -177,9 +266,9 @@ int main(void) {
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
         for (int rep = 0; rep < 2; rep++) {
             batch_t x;
-            s_make(&x, in, sizes[i], i == 0 ? 1 : max_len);
+            s_make(&x, in, s_seqs(in, sizes[i]), i == 0 ? 1 : max_len);
             char what[64];
-            snprintf(what, sizeof what, "%d seqs, %d tokens", (int)sizes[i], (int)x.b.n_tokens);
+            snprintf(what, sizeof what, "%d seqs, %d tokens", (int)x.b.n_seqs, (int)x.b.n_tokens);
             double w = s_compare(gpu, cpu, &x.b, what);
             printf("  %-24s worst cosine %.6f\n", what, w);
             worst = w < worst ? w : worst;
@@ -246,6 +335,9 @@ int main(void) {
         s_free(&x);
     }
 
+    test_tune_cache(dir, cpu, scratch);
+    setenv("EMBER_TUNE_CACHE", main_cache, 1);
+
     /* capture every bucket at start; never capture; internal splitting over max_batch_tokens;
      * the other device options (options combine) */
     static const struct {
@@ -257,7 +349,9 @@ int main(void) {
         {"cuda:0,residual=bf16", 0, 4096, 200}, {"cuda:0,residual=f32,pdl=on,tune=on", 0, 4096, 9}};
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
         wrk_engine_opts_t o = {modes[m].device, 0, modes[m].max_tokens};
+        const double t0 = com_clock_mono_us();
         rc = wrk_engine_new(dir, &o, &gpu, &err);
+        const double start_ms = (com_clock_mono_us() - t0) / 1e3;
         CHECK_MSG(rc == 0, "cuda engine \"%s\" (max %d): %s", modes[m].device,
                   (int)modes[m].max_tokens, err.msg);
         if (rc != 0)
@@ -268,13 +362,14 @@ int main(void) {
             CHECK_MSG(st.n_graphs == st.n_buckets && st.n_buckets == 16,
                       "capture at start: %d graphs for %d buckets", (int)st.n_graphs,
                       (int)st.n_buckets);
-        printf("%s, max_batch_tokens %d: %d buckets, %d graphs, capture %.1f ms, %.1f MiB device\n",
-               modes[m].device, (int)modes[m].max_tokens, (int)st.n_buckets, (int)st.n_graphs,
-               st.capture_ms, (double)st.device_bytes / (1 << 20));
+        printf("%s, max_batch_tokens %d: start %.0f ms, %d buckets, %d graphs, capture %.1f ms, "
+               "%.1f MiB device\n",
+               modes[m].device, (int)modes[m].max_tokens, start_ms, (int)st.n_buckets,
+               (int)st.n_graphs, st.capture_ms, (double)st.device_bytes / (1 << 20));
         double w_mode = 1.0;
         for (int rep = 0; rep < 3; rep++) {
             batch_t x;
-            s_make(&x, in, modes[m].n_seqs, max_len);
+            s_make(&x, in, s_seqs(in, modes[m].n_seqs), max_len);
             const double w = s_compare(gpu, cpu, &x.b, modes[m].device);
             w_mode = w < w_mode ? w : w_mode;
             s_free(&x);
@@ -297,5 +392,6 @@ int main(void) {
                   "device \"%s\" is rejected", bad_opts[i]);
     }
     wrk_engine_destroy(&cpu);
+    test_rm_tree(scratch);
     return test_finish();
 }

@@ -16,7 +16,9 @@
  *   candidates per bucket at start, worker/model_bert_cuda.c; off for profilers, which would
  *   otherwise trace thousands of timing launches), pdl=on|off (programmatic dependent launch of
  *   our kernels, kern_pdl_set; default on), residual=f32|bf16 (the residual stream's precision,
- *   worker/model_bert_cuda.h) and graphs=...:
+ *   worker/model_bert_cuda.h), tune_cache=on|off (default on: keep the timed choices in a file,
+ *   s_tune_cache_path, so the next start on the same GPU and libraries skips the timing) and
+ *   graphs=...:
  * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: first hit
  * eager, second hit captured (cudaStreamBeginCapture in thread-local mode, instantiate), later hits
  * cudaGraphLaunch; 1: every bucket captured at start (each after one eager warm-up on a 1-token
@@ -404,13 +406,30 @@ static int s_capture_all(s_cuda_t *e, com_error_t *err) {
     return 0;
 }
 
+/* Where the GEMM tuning cache lives: $EMBER_TUNE_CACHE (a file), else
+ * $XDG_CACHE_HOME/ember/gemm-tune.txt, else $HOME/.cache/ember/gemm-tune.txt. false when none
+ * of them is set (or the path is too long): no cache then. */
+static bool s_tune_cache_path(char *out, size_t cap) {
+    const char *v = getenv("EMBER_TUNE_CACHE");
+    int n;
+    if (v && *v)
+        n = snprintf(out, cap, "%s", v);
+    else if ((v = getenv("XDG_CACHE_HOME")) && *v)
+        n = snprintf(out, cap, "%s/ember/gemm-tune.txt", v);
+    else if ((v = getenv("HOME")) && *v)
+        n = snprintf(out, cap, "%s/.cache/ember/gemm-tune.txt", v);
+    else
+        return false;
+    return n > 0 && (size_t)n < cap;
+}
+
 static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_t device,
                     void **out, const com_model_info_t **info_out, int32_t *max_tokens_out,
                     com_error_t *err) {
     *out = NULL;
     int rc;
     int32_t max_tokens = opts ? opts->max_batch_tokens : 0;
-    int32_t graph_mode = 0, tune = 1, pdl = 1, residual_bf16 = 0;
+    int32_t graph_mode = 0, tune = 1, pdl = 1, residual_bf16 = 0, tune_cache = 1;
     /* options after the device, comma-separated, each one of these words */
     const struct {
         const char *word;
@@ -423,7 +442,9 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  {"pdl=on", &pdl, 1},
                  {"pdl=off", &pdl, 0},
                  {"residual=f32", &residual_bf16, 0},
-                 {"residual=bf16", &residual_bf16, 1}};
+                 {"residual=bf16", &residual_bf16, 1},
+                 {"tune_cache=on", &tune_cache, 1},
+                 {"tune_cache=off", &tune_cache, 0}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
          o = strchr(o + 1, ',')) {
         const char *v = o + 1;
@@ -435,11 +456,15 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         if (w == sizeof words / sizeof *words)
             return com_error_set(err, COM_EINVAL,
                                  "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
-                                 "tune=on|off, pdl=on|off, residual=f32|bf16)",
+                                 "tune=on|off, pdl=on|off, residual=f32|bf16, tune_cache=on|off)",
                                  (int)n, v);
         *words[w].var = words[w].value;
     }
-    const wrk_bert_cuda_opts_t mopts = {.tune = tune != 0, .residual_bf16 = residual_bf16 != 0};
+    char cache_path[4096];
+    const bool cached = tune_cache && s_tune_cache_path(cache_path, sizeof cache_path);
+    const wrk_bert_cuda_opts_t mopts = {.tune = tune != 0,
+                                        .residual_bf16 = residual_bf16 != 0,
+                                        .tune_cache = cached ? cache_path : NULL};
     kern_pdl_set(pdl != 0); /* process-wide: one engine per worker process */
     if (max_tokens < 0 || max_tokens > (1 << 20))
         return com_error_set(err, COM_EINVAL, "engine cuda: max_batch_tokens %d", (int)max_tokens);
@@ -509,6 +534,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->stats.n_buckets = e->n_buckets;
     e->stats.max_bucket = max_bucket;
     e->stats.device_bytes = wrk_bert_cuda_device_bytes(e->model);
+    wrk_bert_cuda_plan_counts(e->model, &e->stats.plans_timed, &e->stats.plans_cached);
     e->stats.pinned_bytes = S_SLOTS * (in_bytes + out_bytes);
     if (graph_mode == 1 && (rc = s_capture_all(e, err)) != 0)
         goto err;

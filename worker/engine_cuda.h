@@ -28,6 +28,8 @@ typedef struct wrk_cuda_stats {
     int64_t graph_launches; /* forward passes launched as a graph */
     size_t device_bytes;    /* weights + activations + cuBLASLt workspace */
     size_t pinned_bytes;    /* host staging (input + output slots) */
+    /* GEMM plans (buckets x 4) whose algorithm was timed at start / taken from the tuning cache */
+    int32_t plans_timed, plans_cached;
     /* GPU time of each chunk, input copy start to output copy end (CUDA events; written by
      * the completion thread) */
     int64_t gpu_chunks;

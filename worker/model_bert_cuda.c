@@ -40,6 +40,7 @@
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
+#include "worker/tune_cache.h"
 
 #define S_WORKSPACE_BYTES ((size_t)32 << 20)
 
@@ -70,6 +71,7 @@ struct wrk_bert_cuda {
     uint16_t *hb, *big, *ctx, *tmp;
     void *ws;
     bool residual_bf16; /* the residual stream is hb alone; h32 only takes the last LayerNorm */
+    int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
 
 static int s_dalloc(wrk_bert_cuda_t *m, size_t bytes, void **p, com_error_t *err) {
@@ -263,37 +265,98 @@ static int s_fill_activations(wrk_bert_cuda_t *m, int byte, com_error_t *err) {
     return 0;
 }
 
-/* Times the heuristic's GEMM candidates for every bucket on layer 0's weights (activations set to
- * a finite non-zero bf16 pattern, then zeroed again) and keeps the fastest of each. */
-static int s_tune(wrk_bert_cuda_t *m, com_error_t *err) {
+/* The device and libraries a timing holds for (worker/tune_cache.h): GPU name, compute
+ * capability, SM count, cuBLASLt, runtime and driver versions, and how many configurations of
+ * our own exist (a rebuilt kernel list re-times). */
+static void s_fingerprint(char *out, size_t cap) {
+    int dev = 0, rt = 0, drv = 0;
+    struct cudaDeviceProp pr;
+    memset(&pr, 0, sizeof pr);
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&pr, dev) != cudaSuccess)
+        snprintf(pr.name, sizeof pr.name, "unknown");
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv);
+    snprintf(out, cap, "%.100s sm%d%d %dSM cublasLt %zu cudart %d driver %d own %d", pr.name,
+             pr.major, pr.minor, pr.multiProcessorCount, cublasLtGetVersion(), rt, drv,
+             (int)kern_linear_own_count());
+    for (char *c = out; *c; c++) /* the cache's separators cannot occur */
+        if (*c == '\t' || *c == '\n' || *c == '\r')
+            *c = ' ';
+}
+
+/* Picks each GEMM plan's algorithm per bucket: the choice kept in the tuning cache at
+ * cache_path (NULL: none) when it still names the same algorithm, else the fastest of the
+ * heuristic's candidates and ours, timed on layer 0's weights (activations set to a finite
+ * non-zero bf16 pattern, then zeroed again), which then goes into the cache. A cache that
+ * cannot be read or written costs only the timing (a warning). */
+static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) {
     const double t0 = com_clock_mono_us();
+    wrk_tune_cache_t *cache = NULL;
+    if (cache_path) {
+        char fp[256];
+        s_fingerprint(fp, sizeof fp);
+        com_error_t e = {0};
+        if (wrk_tune_cache_open(cache_path, fp, &cache, &e) != 0)
+            COM_WARN("bert cuda: tuning cache %s: %s", cache_path, e.msg);
+        else if (wrk_tune_cache_warning(cache)[0])
+            COM_WARN("bert cuda: tuning cache ignored: %s", wrk_tune_cache_warning(cache));
+        else if (wrk_tune_cache_skipped(cache) > 0)
+            COM_WARN("bert cuda: tuning cache %s: %d malformed lines skipped", cache_path,
+                     (int)wrk_tune_cache_skipped(cache));
+    }
     int rc = s_fill_activations(m, 0x3c, err); /* bf16 0x3c3c = 0.0115 */
-    if (rc != 0)
-        return rc;
     const s_layer_t *L = &m->layers[0];
-    int32_t changed = 0;
+    const int32_t H = m->info.hidden_size, I = m->info.intermediate_size;
+    int32_t changed = 0, timed = 0;
     for (int32_t b = 0; b < m->n_buckets && rc == 0; b++) {
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
         struct {
             uint16_t *y;
             const uint16_t *x, *w, *bias;
-        } g[S_N_GEMM] = {[S_QKV] = {m->big, m->hb, L->wqkv, L->bqkv},
-                         [S_OUT] = {m->tmp, m->ctx, L->wo, L->bo},
-                         [S_FF1] = {m->big, m->hb, L->w1, L->b1},
-                         [S_FF2] = {m->tmp, m->big, L->w2, L->b2}};
+            int32_t in, out, epi;
+        } g[S_N_GEMM] = {[S_QKV] = {m->big, m->hb, L->wqkv, L->bqkv, H, 3 * H, KERN_LINEAR_BIAS},
+                         [S_OUT] = {m->tmp, m->ctx, L->wo, L->bo, H, H, KERN_LINEAR_BIAS},
+                         [S_FF1] = {m->big, m->hb, L->w1, L->b1, H, I, KERN_LINEAR_BIAS_GELU},
+                         [S_FF2] = {m->tmp, m->big, L->w2, L->b2, I, H, KERN_LINEAR_BIAS}};
         for (int i = 0; i < S_N_GEMM && rc == 0; i++) {
+            char key[64];
+            snprintf(key, sizeof key, "n %d in %d out %d epi %d", (int)m->buckets[b], (int)g[i].in,
+                     (int)g[i].out, (int)g[i].epi);
             int32_t chosen = 0;
+            const char *kept = NULL;
+            if (wrk_tune_cache_get(cache, key, &chosen, &kept) &&
+                kern_linear_plan_choose(p[i], chosen, NULL) == 0 &&
+                strcmp(kern_linear_plan_describe(p[i]), kept) == 0) {
+                changed += chosen != 0;
+                continue;
+            }
             rc = kern_linear_plan_tune(m->lt, p[i], g[i].y, g[i].x, g[i].w, g[i].bias, m->ws,
                                        S_WORKSPACE_BYTES, NULL, &chosen, err);
-            changed += chosen != 0;
+            timed++;
+            changed += rc == 0 && chosen != 0;
+            if (rc == 0 && cache &&
+                wrk_tune_cache_put(cache, key, chosen, kern_linear_plan_describe(p[i]), NULL))
+                COM_WARN("bert cuda: tuning cache: cannot keep %s", key);
         }
+        if (rc == 0 && m->buckets[b] <= 256) /* the latency buckets: which engine won */
+            COM_DEBUG("bert cuda: bucket %d: qkv %s | out %s | ff1 %s | ff2 %s", (int)m->buckets[b],
+                      kern_linear_plan_describe(p[S_QKV]), kern_linear_plan_describe(p[S_OUT]),
+                      kern_linear_plan_describe(p[S_FF1]), kern_linear_plan_describe(p[S_FF2]));
     }
     if (rc == 0)
         rc = s_fill_activations(m, 0, err);
+    com_error_t e = {0};
+    if (rc == 0 && cache && wrk_tune_cache_save(cache, &e) != 0)
+        COM_WARN("bert cuda: tuning cache: %s (the next start times the GEMMs again)", e.msg);
+    wrk_tune_cache_destroy(&cache);
+    m->plans_timed = timed;
+    m->plans_cached = m->n_buckets * S_N_GEMM - timed;
     if (rc == 0)
-        COM_INFO("bert cuda: GEMM candidates timed for %d plans in %.0f ms; %d differ from the "
-                 "heuristic's first choice",
-                 (int)(m->n_buckets * S_N_GEMM), (com_clock_mono_us() - t0) / 1e3, (int)changed);
+        COM_INFO("bert cuda: GEMM algorithms for %d plans in %.0f ms (%d timed, %d from the "
+                 "tuning cache%s%s); %d differ from the heuristic's first choice",
+                 (int)(m->n_buckets * S_N_GEMM), (com_clock_mono_us() - t0) / 1e3, (int)timed,
+                 (int)(m->n_buckets * S_N_GEMM - timed), cache_path ? " " : "",
+                 cache_path ? cache_path : "", (int)changed);
     return rc;
 }
 
@@ -371,7 +434,7 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
                                        &p[S_FF2], err)))
             goto err;
     }
-    if (opts->tune && (rc = s_tune(m, err)) != 0)
+    if (opts->tune && (rc = s_tune(m, opts->tune_cache, err)) != 0)
         goto err;
     *out = m;
     return 0;
@@ -386,6 +449,11 @@ int32_t *wrk_bert_cuda_input(wrk_bert_cuda_t *m) {
 
 const float *wrk_bert_cuda_output(wrk_bert_cuda_t *m) {
     return m->out;
+}
+
+void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached) {
+    *timed = m->plans_timed;
+    *cached = m->plans_cached;
 }
 
 size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m) {

@@ -43,14 +43,16 @@ void wrk_bert_cuda_pack(int32_t *dst, int32_t bucket_tokens, const int32_t *ids,
  * next add reads) is kept in bf16 instead of fp32, halving the LayerNorms' memory traffic; the
  * GEMMs read bf16 either way. */
 typedef struct wrk_bert_cuda_opts {
-    bool tune;          /* time every GEMM candidate per bucket at start, keep the fastest */
-    bool residual_bf16; /* bf16 residual stream (else fp32) */
+    bool tune;              /* time every GEMM candidate per bucket at start, keep the fastest */
+    bool residual_bf16;     /* bf16 residual stream (else fp32) */
+    const char *tune_cache; /* with tune: file of earlier choices (worker/tune_cache.h), or NULL */
 } wrk_bert_cuda_opts_t;
 
 /* Loads weights_path onto the current CUDA device (bf16, Q/K/V fused, LayerNorm parameters
  * fp32), plans activations for the largest of buckets[0..n_buckets) (ascending) and one cuBLASLt
  * algorithm per GEMM and bucket (heuristic run here, once; with opts->tune, the fastest of its
- * candidates, timed here on layer 0's weights: about 0.5-1.5 s). Returns 0 with *out, or
+ * candidates, timed here on layer 0's weights, 5-6 s for 76 buckets on the H200, or taken from
+ * opts->tune_cache when it holds this GPU's earlier choice). Returns 0 with *out, or
  * COM_EIO / COM_EFORMAT / COM_EUNSUPPORTED (activation, head_dim not 32/64, hidden % 8) /
  * COM_ENOMEM / COM_EINTERNAL (CUDA or cuBLASLt failed; err says where) with *out NULL. */
 int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
@@ -61,6 +63,8 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p);
 int32_t *wrk_bert_cuda_input(wrk_bert_cuda_t *m);      /* device input area (largest bucket) */
 const float *wrk_bert_cuda_output(wrk_bert_cuda_t *m); /* device [n_seqs, out_dim] fp32 */
 size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m); /* weights + activations + ws */
+/* GEMM plans whose algorithm start-up timed, and those taken from the tuning cache. */
+void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached);
 
 /* Enqueues the whole forward pass for bucket buckets[bucket_index] on stream (capturable: no
  * allocation, no synchronisation, no host reads of device data). Returns 0 or COM_EINTERNAL /

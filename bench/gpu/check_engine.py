@@ -8,7 +8,8 @@ Seeded ragged batches of 1 to 256 sequences of 1 to 512 tokens go through
 the GPU (TF32 off, padded batch + attention mask, masked mean). Per embedding: cosine >= 0.9999
 (bf16 engine vs fp32 references). Prints a PASS/FAIL table with the worst cosines and writes
 OUT/check_engine.json. Exit status 0 only if every check passes.
-Usage: check_engine.py --bin build/bench/bench_engine_cuda --models MODELS --out OUT"""
+Usage: check_engine.py --bin build/bench/bench_engine_cuda --models MODELS --out OUT
+       [--devices cuda:0 cuda:0,residual=bf16 ...]   (each device string checked in turn)"""
 import argparse
 import json
 import os
@@ -85,6 +86,8 @@ def main():
     ap.add_argument("--models", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--cpu-batches", type=int, default=6, help="batches also run on the CPU engine")
+    ap.add_argument("--devices", nargs="+", default=["cuda:0"],
+                    help="CUDA device strings to check (engine options too: cuda:0,residual=bf16)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rows, report, ok_all = [], {}, True
@@ -96,16 +99,19 @@ def main():
         fin, fcpu = os.path.join(a.out, f"{name}_in.bin"), os.path.join(a.out, f"{name}_in_cpu.bin")
         write_in(fin, batches)
         write_in(fcpu, batches[:a.cpu_batches])
-        gout, cout = os.path.join(a.out, f"{name}_cuda.bin"), os.path.join(a.out, f"{name}_cpu.bin")
-        subprocess.run([a.bin, "dump", mdir, "cuda:0", fin, gout], check=True)
+        cout = os.path.join(a.out, f"{name}_cpu.bin")
         subprocess.run([a.bin, "dump", mdir, "cpu", fcpu, cout], check=True)
-        g, c = read_out(gout), read_out(cout)
+        c = read_out(cout)
         ref = hf_reference(mdir, batches)
-        checks = {
-            "cuda vs transformers fp32": cosines(g, ref),
-            "cuda vs cpu engine": cosines(g[:len(c)], c),
-            "cpu engine vs transformers fp32": cosines(c, ref[:len(c)]),
-        }
+        checks, g = {}, None
+        for dev in a.devices:
+            label = "cuda" if dev == "cuda:0" else dev  # the default keeps the summary's keys
+            gout = os.path.join(a.out, f"{name}_cuda.bin")
+            subprocess.run([a.bin, "dump", mdir, dev, fin, gout], check=True)
+            g = read_out(gout)
+            checks[f"{label} vs transformers fp32"] = cosines(g, ref)
+            checks[f"{label} vs cpu engine"] = cosines(g[:len(c)], c)
+        checks["cpu engine vs transformers fp32"] = cosines(c, ref[:len(c)])
         report[name] = {"tokens": n_tok, "sequences": int(len(g)), "checks": {}}
         for what, cs in checks.items():
             worst = float(np.min(cs)) if len(cs) else float("nan")
@@ -115,9 +121,9 @@ def main():
             report[name]["checks"][what] = {"n": int(len(cs)), "worst_cosine": worst,
                                             "below": int((cs < COS_MIN).sum()), "pass": bool(ok)}
     print(f"\n== whole-engine correctness (cosine >= {COS_MIN} per embedding) ==")
-    print(f"{'model':<10} {'comparison':<34} {'n':>6} {'worst cosine':>13} {'below':>6}  result")
+    print(f"{'model':<10} {'comparison':<44} {'n':>6} {'worst cosine':>13} {'below':>6}  result")
     for r in rows:
-        print(f"{r[0]:<10} {r[1]:<34} {r[2]:>6} {r[3]:>13.7f} {r[4]:>6}  {'PASS' if r[5] else 'FAIL'}")
+        print(f"{r[0]:<10} {r[1]:<44} {r[2]:>6} {r[3]:>13.7f} {r[4]:>6}  {'PASS' if r[5] else 'FAIL'}")
     report["pass"] = bool(ok_all)
     with open(os.path.join(a.out, "check_engine.json"), "w") as f:
         json.dump(report, f, indent=1)
