@@ -29,6 +29,7 @@ struct kern_linear_plan {
     int32_t n, in, out;
     kern_linear_epilogue_t epi;
     int32_t rank;           /* the choice: >= 0 cuBLASLt cand[rank], < 0 KERN_LINEAR_OWN(c) */
+    int32_t alternative;    /* the other engine's fastest rank at the last tune, else rank */
     size_t workspace_bytes; /* what the chosen algorithm needs */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c; /* W^T, X, Y (C and D share a layout) */
@@ -158,7 +159,7 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
     if (rank < 0) {
         const int32_t c = -1 - rank;
         if (c < kern_gemm_mma_count() && kern_gemm_mma_valid(c, p->n, p->in, p->out)) {
-            p->rank = rank;
+            p->rank = p->alternative = rank;
             p->workspace_bytes = 0;
             return 0;
         }
@@ -167,7 +168,7 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
                              (int)p->n, (int)p->in, (int)p->out, (int)c);
     }
     if (rank < usable) {
-        p->rank = rank;
+        p->rank = p->alternative = rank;
         p->workspace_bytes = p->cand_ws[rank];
         return 0;
     }
@@ -242,7 +243,7 @@ extern "C" int kern_linear_plan_choose(kern_linear_plan_t *p, int32_t rank, com_
         return com_error_set(err, COM_EUNSUPPORTED,
                              "linear plan %dx%dx%d: rank %d is not a candidate here", (int)p->n,
                              (int)p->in, (int)p->out, (int)rank);
-    p->rank = rank;
+    p->rank = p->alternative = rank;
     p->workspace_bytes = rank >= 0 ? p->cand_ws[rank] : 0;
     s_describe(p);
     return 0;
@@ -318,6 +319,8 @@ extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p,
     int32_t best = p->rank;
     bool have = false;
     float best_ms = 1e30f;
+    int32_t fastest[2] = {0, 0}; /* per engine (0 cuBLASLt, 1 ours): its fastest rank */
+    float fastest_ms[2] = {1e30f, 1e30f};
     /* cuBLASLt's candidates in the heuristic's order, then ours */
     const int32_t n_own = kern_gemm_mma_count();
     for (int32_t i = 0; i < p->n_cand + n_own && rc == 0; i++) {
@@ -331,6 +334,8 @@ extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p,
         /* a challenger must win by 3%: timing noise should not undo the heuristic */
         if (rc == 0 && (!have || ms < best_ms * 0.97f))
             best = rank, best_ms = ms, have = true;
+        if (rc == 0 && ms < fastest_ms[rank < 0])
+            fastest[rank < 0] = rank, fastest_ms[rank < 0] = ms;
     }
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
@@ -338,8 +343,18 @@ extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p,
         return rc;
     p->rank = best;
     p->workspace_bytes = best >= 0 ? p->cand_ws[best] : 0;
+    const int other = best >= 0; /* the engine that lost */
+    p->alternative = fastest_ms[other] < 1e30f ? fastest[other] : best;
     s_describe(p);
     if (chosen)
         *chosen = best;
     return 0;
+}
+
+extern "C" int32_t kern_linear_plan_rank(const kern_linear_plan_t *p) {
+    return p ? p->rank : 0;
+}
+
+extern "C" int32_t kern_linear_plan_alternative(const kern_linear_plan_t *p) {
+    return p ? p->alternative : 0;
 }

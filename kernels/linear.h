@@ -68,6 +68,13 @@ int kern_linear_plan_tune(struct cublasLtContext *lt, kern_linear_plan_t *p, uin
                           const uint16_t *x, const uint16_t *w, const uint16_t *b, void *workspace,
                           size_t workspace_bytes, struct CUstream_st *stream, int32_t *chosen,
                           com_error_t *err);
+/* The plan's current choice (see KERN_LINEAR_OWN). */
+int32_t kern_linear_plan_rank(const kern_linear_plan_t *p);
+/* After kern_linear_plan_tune: the fastest rank of the engine that lost (ours when cuBLASLt won,
+ * and the reverse), or the chosen rank when the other engine had no candidate. Timed alone, a
+ * GEMM can rank differently than inside a whole forward pass (programmatic launch overlaps ours
+ * with their neighbours, not cuBLASLt's), so a caller may time this one in context. */
+int32_t kern_linear_plan_alternative(const kern_linear_plan_t *p);
 /* Makes candidate rank the plan's algorithm without timing (a choice kern_linear_plan_tune made
  * earlier for the same shape, kept by the caller: worker/tune_cache.h). Only ranks the tuner
  * could pick are accepted: a heuristic candidate (rank < the number it offered) or one of our
