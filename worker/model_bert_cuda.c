@@ -17,7 +17,8 @@
  *   out    fp32  [T, H]         pooled embeddings [n_seqs, out_dim]
  *   ws     32 MiB               cuBLASLt workspace (every plan is chosen to fit it)
  * GEMM algorithms: per bucket and GEMM, the fastest of cuBLASLt's heuristic candidates and our
- * own kernels (kernels/linear.h), timed at start (s_tune).
+ * own kernels (kernels/linear.h), timed at start (s_tune; checked in the whole forward pass at
+ * the latency buckets) or taken from the tuning cache (worker/tune_cache.h).
  * Per layer (bucket T): qkv = hb Wqkv^T + bqkv (BIAS epilogue); ctx = attention;
  * tmp = ctx Wo^T + bo; h32,hb = LN(tmp + h32); big = GELU(hb W1^T + b1) (one kernel when ours
  * wins the timing, else cuBLASLt + the GELU kernel); tmp = big W2^T + b2; h32,hb = LN(tmp + h32)
@@ -400,7 +401,8 @@ static int s_refine_in_context(wrk_bert_cuda_t *m, int32_t b, int32_t *refined, 
 /* Picks each GEMM plan's algorithm per bucket: the choice kept in the tuning cache at
  * cache_path (NULL: none) when it still names the same algorithm, else the fastest of the
  * heuristic's candidates and ours, timed on layer 0's weights (activations set to a finite
- * non-zero bf16 pattern, then zeroed again), which then goes into the cache. A cache that
+ * non-zero bf16 pattern, then zeroed again) and, at buckets <= S_CONTEXT_MAX, checked inside
+ * the whole forward pass (s_refine_in_context), which then goes into the cache. A cache that
  * cannot be read or written costs only the timing (a warning). */
 static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) {
     const double t0 = com_clock_mono_us();
@@ -453,7 +455,7 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
                 COM_WARN("bert cuda: tuning cache: cannot keep %s", key[i]);
         }
         timed += timed_here;
-        if (rc == 0 && m->buckets[b] <= 256) /* the latency buckets: which engine won */
+        if (rc == 0 && m->buckets[b] <= S_CONTEXT_MAX) /* the latency buckets: which engine won */
             COM_DEBUG("bert cuda: bucket %d: qkv %s | out %s | ff1 %s | ff2 %s", (int)m->buckets[b],
                       kern_linear_plan_describe(p[S_QKV]), kern_linear_plan_describe(p[S_OUT]),
                       kern_linear_plan_describe(p[S_FF1]), kern_linear_plan_describe(p[S_FF2]));
