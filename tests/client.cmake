@@ -9,7 +9,8 @@ if(TARGET ember_client)
     # Installs the build tree into a fresh prefix, then builds client/examples/embed_example.c
     # with `pkg-config --cflags --libs ember` only (cc from $CC), runs it with --version and with
     # no argument (usage, exit 2), and compiles ember.h as C++ when a C++ compiler is there.
-    # The .pc file holds the configured prefix; --define-variable relocates it to the temp one.
+    # The .pc file finds its prefix relative to itself, so plain pkg-config works in the temp
+    # prefix (the build was configured for another one).
     set(_sanflags "")
     if(EMBER_SANITIZE)
         set(_sanflags "-fsanitize=address,undefined")
@@ -32,7 +33,10 @@ test -n "$pc" || fail "ember.pc not installed"
 test -f "$prefix/include/ember.h" || fail "ember.h not installed"
 PKG_CONFIG_PATH=$(dirname "$pc")
 export PKG_CONFIG_PATH
-pcv="pkg-config --define-variable=prefix=$prefix"
+pcv="pkg-config"
+# the prefix pkg-config reports is the temporary one, found from where ember.pc lies
+test "$(cd "$($pcv --variable=prefix ember)" && pwd -P)" = "$(cd "$prefix" && pwd -P)" ||
+    fail "prefix $($pcv --variable=prefix ember) is not $prefix"
 flags=$($pcv --cflags --libs ember)
 echo "pkg-config --cflags --libs ember: $flags"
 ${CC:-cc} -std=c11 -Wall -Wextra -Werror $san -o "$prefix/embed_example" \
