@@ -150,6 +150,10 @@ static void test_refused(void) {
     CHECK(wrk_tune_cache_open("", "fp", &c, &err) == COM_EINVAL && c == NULL);
     CHECK(wrk_tune_cache_open("/tmp/x", "f\tp", &c, &err) == COM_EINVAL && c == NULL);
     CHECK(wrk_tune_cache_open("/tmp/x", "", &c, &err) == COM_EINVAL && c == NULL);
+    char longpath[4100];
+    memset(longpath, 'p', sizeof longpath - 1);
+    longpath[0] = '/', longpath[sizeof longpath - 1] = '\0';
+    CHECK(wrk_tune_cache_open(longpath, "fp", &c, &err) == COM_EINVAL && c == NULL);
     char path[640];
     snprintf(path, sizeof path, "%s/refused.txt", g_dir);
     c = s_open(path, "fp");

@@ -12,6 +12,10 @@
 
 #include "common/file.h"
 
+/* the longest path accepted: its temporary sibling (path.tmp.PID) and its parent still fit the
+ * fixed buffers of wrk_tune_cache_save */
+#define S_PATH_MAX 4000
+
 typedef struct s_entry {
     char *fp, *key, *desc;
     int32_t rank;
@@ -134,7 +138,8 @@ static int s_load(const char *path, s_list_t *l, int32_t *skipped, char *warning
 int wrk_tune_cache_open(const char *path, const char *fingerprint, wrk_tune_cache_t **out,
                         com_error_t *err) {
     *out = NULL;
-    if (!path || !*path || !fingerprint || !s_field_ok(fingerprint, 256))
+    if (!path || !*path || strlen(path) > S_PATH_MAX || !fingerprint ||
+        !s_field_ok(fingerprint, 256))
         return com_error_set(err, COM_EINVAL, "tune cache: bad path or fingerprint");
     wrk_tune_cache_t *c = calloc(1, sizeof *c);
     if (!c || !(c->path = strdup(path)) || !(c->fp = strdup(fingerprint))) {
@@ -183,7 +188,7 @@ int wrk_tune_cache_put(wrk_tune_cache_t *c, const char *key, int32_t rank, const
 
 /* mkdir -p of path's parent directory. */
 static int s_make_parent(const char *path, com_error_t *err) {
-    char dir[4096];
+    char dir[S_PATH_MAX + 1];
     if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
         return com_error_set(err, COM_EIO, "tune cache %s: path too long", path);
     char *slash = strrchr(dir, '/');
@@ -222,7 +227,7 @@ int wrk_tune_cache_save(wrk_tune_cache_t *c, com_error_t *err) {
         s_list_free(&merged);
         return com_error_set(err, COM_ENOMEM, "tune cache: out of memory");
     }
-    char tmp[4096 + 32];
+    char tmp[S_PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", c->path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) {

@@ -31,9 +31,9 @@
 
 typedef struct wrk_tune_cache wrk_tune_cache_t;
 
-/* Opens the cache at path for fingerprint (no TAB, CR or newline, 1-255 bytes). A missing file is
- * an empty cache; an unreadable or oversized one too, with the reason in
- * wrk_tune_cache_warning. Returns 0 with *out, or COM_EINVAL (bad path or fingerprint) /
+/* Opens the cache at path (at most 4000 bytes) for fingerprint (no TAB, CR or newline, 1-255
+ * bytes). A missing file is an empty cache; an unreadable or oversized one too, with the reason
+ * in wrk_tune_cache_warning. Returns 0 with *out, or COM_EINVAL (bad path or fingerprint) /
  * COM_ENOMEM. */
 int wrk_tune_cache_open(const char *path, const char *fingerprint, wrk_tune_cache_t **out,
                         com_error_t *err);
