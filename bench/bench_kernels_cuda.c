@@ -3,7 +3,11 @@
  * 12 heads x 32, intermediate 1536) and BERT-base (768, 12 x 64, 3072), buckets of 128 and 4096
  * tokens (4096 = 8 sequences of 512). CUDA events around REPS launches of one kernel, median of
  * 15 such samples, on seeded random data; prints a table (us per launch, and GB/s or TFLOP/s)
- * and writes JSON. Usage: bench_kernels_cuda OUT.json [REPS]. One stream, one thread. */
+ * and writes JSON. Usage: bench_kernels_cuda OUT.json [REPS]. One stream, one thread.
+ * bench_kernels_cuda gemms OUT.json: every GEMM candidate (cuBLASLt's first choice and each of
+ * our configurations that can run the shape) at the engine's four GEMMs of both shapes and
+ * 128 to 16,384 tokens, each timed as a CUDA graph of back-to-back launches (what the engine's
+ * graphs run, programmatic edges included), so the host's launch rate does not decide. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,12 +77,102 @@ static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
         }                                                                                          \
     } while (0)
 
+/* Median us per run of plan p: a graph of kRuns back-to-back kern_linear_cuda calls, replayed. */
+static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p, uint16_t *y,
+                                const uint16_t *x, const uint16_t *w, const uint16_t *b, void *ws,
+                                size_t ws_bytes, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1) {
+    enum { kRuns = 20, kSamples = 9 };
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    KERN_CUDA_FATAL(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    for (int r = 0; r < kRuns; r++)
+        S_OK(kern_linear_cuda(lt, p, y, x, w, b, ws, ws_bytes, st, &e_));
+    KERN_CUDA_FATAL(cudaStreamEndCapture(st, &g));
+    KERN_CUDA_FATAL(cudaGraphInstantiate(&ge, g, 0));
+    KERN_CUDA_FATAL(cudaGraphLaunch(ge, st));
+    float ms[kSamples];
+    for (int i = 0; i < kSamples; i++) {
+        KERN_CUDA_FATAL(cudaEventRecord(e0, st));
+        KERN_CUDA_FATAL(cudaGraphLaunch(ge, st));
+        KERN_CUDA_FATAL(cudaEventRecord(e1, st));
+        KERN_CUDA_FATAL(cudaEventSynchronize(e1));
+        KERN_CUDA_FATAL(cudaEventElapsedTime(&ms[i], e0, e1));
+    }
+    qsort(ms, kSamples, sizeof *ms, s_cmp);
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    return 1e3 * ms[kSamples / 2] / kRuns;
+}
+
+static int s_gemm_candidates(const char *json, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1,
+                             cublasLtHandle_t lt, void *ws, size_t ws_bytes, com_prng_t *rng) {
+    static const int32_t shapes[2][2] = {{384, 1536}, {768, 3072}}; /* H, I */
+    static const char *names[2] = {"minilm", "bert-base"};
+    static const int32_t Ts[] = {128, 256, 1024, 4096, 16384};
+    static const char *gn[4] = {"qkv", "out", "ffn1+gelu", "ffn2"};
+    FILE *j = fopen(json, "w");
+    if (j)
+        fprintf(j, "{\"gemms\": [\n");
+    int n_json = 0;
+    printf("%-10s %6s %-10s %-34s %10s %9s\n", "model", "T", "gemm", "candidate", "us", "TFLOP/s");
+    for (int m = 0; m < 2; m++) {
+        const int32_t H = shapes[m][0], I = shapes[m][1];
+        const int32_t gemm[4][3] = {{H, 3 * H, KERN_LINEAR_BIAS},
+                                    {H, H, KERN_LINEAR_BIAS},
+                                    {H, I, KERN_LINEAR_BIAS_GELU},
+                                    {I, H, KERN_LINEAR_BIAS}};
+        const int32_t T_max = Ts[sizeof Ts / sizeof *Ts - 1];
+        uint16_t *x = s_rand_dev((size_t)T_max * I, rng), *y = s_rand_dev((size_t)T_max * I, rng);
+        uint16_t *w = s_rand_dev((size_t)I * H, rng), *b = s_rand_dev((size_t)I, rng);
+        for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++)
+            for (int k = 0; k < 4; k++) {
+                const int32_t T = Ts[ti], in = gemm[k][0], out = gemm[k][1];
+                const double flop = 2.0 * T * in * out;
+                double best[2] = {1e30, 1e30};
+                char best_name[2][64] = {"", ""};
+                for (int32_t i = -1; i < kern_linear_own_count(); i++) {
+                    const int32_t rank = i < 0 ? 0 : KERN_LINEAR_OWN(i);
+                    kern_linear_plan_t *p = NULL;
+                    com_error_t err = {0};
+                    if (kern_linear_plan_new(lt, T, in, out, (kern_linear_epilogue_t)gemm[k][2],
+                                             ws_bytes, rank, &p, &err) != 0)
+                        continue; /* our configuration cannot run this shape */
+                    const double us =
+                        s_time_plan_graph(lt, p, y, x, w, b, ws, ws_bytes, st, e0, e1);
+                    const char *d = kern_linear_plan_describe(p);
+                    printf("%-10s %6d %-10s %-34s %10.2f %9.1f\n", names[m], (int)T, gn[k], d, us,
+                           flop / (us * 1e-6) / 1e12);
+                    if (j)
+                        fprintf(j,
+                                "%s {\"model\": \"%s\", \"tokens\": %d, \"gemm\": \"%s\", "
+                                "\"candidate\": \"%s\", \"us\": %.3f}",
+                                n_json++ ? ",\n" : "", names[m], (int)T, gn[k], d, us);
+                    const int f = i < 0 ? 0 : 1;
+                    if (us < best[f]) {
+                        best[f] = us;
+                        snprintf(best_name[f], sizeof best_name[f], "%s", d);
+                    }
+                    kern_linear_plan_destroy(&p);
+                }
+                printf("%-10s %6d %-10s best of ours %s: %.2f us, %.2fx cuBLASLt's first choice\n",
+                       names[m], (int)T, gn[k], best_name[1], best[1], best[0] / best[1]);
+            }
+        cudaFree(x), cudaFree(y), cudaFree(w), cudaFree(b);
+    }
+    if (j) {
+        fprintf(j, "\n]}\n");
+        fclose(j);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int n_dev = 0;
     if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev < 1) {
         printf("SKIPPED: no CUDA device\n");
         return 77;
     }
+    const bool gemms = argc > 2 && strcmp(argv[1], "gemms") == 0;
     const char *json = argc > 1 ? argv[1] : "bench-kernels-cuda.json";
     const int reps = argc > 2 ? atoi(argv[2]) : 50;
     com_prng_t rng;
@@ -93,6 +187,10 @@ int main(int argc, char **argv) {
     const size_t ws_bytes = (size_t)32 << 20;
     void *ws = NULL;
     KERN_CUDA_FATAL(cudaMalloc(&ws, ws_bytes));
+    if (gemms) {
+        setvbuf(stdout, NULL, _IOLBF, 0); /* a hung candidate shows as the last line */
+        return s_gemm_candidates(argv[2], st, e0, e1, lt, ws, ws_bytes, &rng);
+    }
     row_t rows[128];
     int n_rows = 0;
     static const int32_t shapes[2][4] = {{384, 12, 32, 1536}, {768, 12, 64, 3072}};

@@ -22,6 +22,7 @@
 
 #include "kernels/bias_gelu.h"
 #include "kernels/gemm_mma.h"
+#include "kernels/gemm_wgmma.h"
 #include "kernels/kern_cuda_dev.cuh"
 #include "kernels/linear.h"
 
@@ -44,13 +45,43 @@ static bool s_has_bias(kern_linear_epilogue_t e) {
     return e == KERN_LINEAR_BIAS || e == KERN_LINEAR_BIAS_GELU;
 }
 
+/* Our configurations: gemm_mma.cu's (mma.sync, any sm_80+ device) numbered first, then
+ * gemm_wgmma.cu's (Hopper only); these route a configuration number to its family. */
 extern "C" int32_t kern_linear_own_count(void) {
-    return kern_gemm_mma_count();
+    return kern_gemm_mma_count() + kern_gemm_wgmma_count();
+}
+
+static bool s_own_valid(int32_t c, int32_t n, int32_t in, int32_t out) {
+    const int32_t m = kern_gemm_mma_count();
+    return c < m ? kern_gemm_mma_valid(c, n, in, out) : kern_gemm_wgmma_valid(c - m, n, in, out);
+}
+
+static bool s_own_worth(int32_t c, int32_t n) {
+    const int32_t m = kern_gemm_mma_count();
+    return c < m ? kern_gemm_mma_worth(c, n) : kern_gemm_wgmma_worth(c - m, n);
+}
+
+static const char *s_own_name(int32_t c) {
+    const int32_t m = kern_gemm_mma_count();
+    return c < m ? kern_gemm_mma_name(c) : kern_gemm_wgmma_name(c - m);
+}
+
+static int s_own_prepare(int32_t c, com_error_t *err) {
+    const int32_t m = kern_gemm_mma_count();
+    return c < m ? kern_gemm_mma_prepare(c, err) : kern_gemm_wgmma_prepare(c - m, err);
+}
+
+static int s_own_run(int32_t c, int epi, uint16_t *y, const uint16_t *x, const uint16_t *w,
+                     const uint16_t *b, int32_t n, int32_t in, int32_t out, cudaStream_t stream,
+                     com_error_t *err) {
+    const int32_t m = kern_gemm_mma_count();
+    return c < m ? kern_gemm_mma_cuda(c, epi, y, x, w, b, n, in, out, stream, err)
+                 : kern_gemm_wgmma_cuda(c - m, epi, y, x, w, b, n, in, out, stream, err);
 }
 
 static void s_describe(kern_linear_plan_t *p) {
     if (p->rank < 0) {
-        snprintf(p->desc, sizeof p->desc, "%s", kern_gemm_mma_name(-1 - p->rank));
+        snprintf(p->desc, sizeof p->desc, "%s", s_own_name(-1 - p->rank));
         return;
     }
     int32_t id = -1;
@@ -89,7 +120,7 @@ extern "C" void kern_linear_plan_destroy(kern_linear_plan_t **self_p) {
 /* Our configuration c may be timed (and so chosen) by kern_linear_plan_tune for the plan's
  * shape: the one test both s_plan_init (which prepares it) and the tuner use. */
 static bool s_tunable(const kern_linear_plan_t *p, int32_t c) {
-    return kern_gemm_mma_valid(c, p->n, p->in, p->out) && kern_gemm_mma_worth(c, p->n);
+    return s_own_valid(c, p->n, p->in, p->out) && s_own_worth(c, p->n);
 }
 
 static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t workspace_bytes,
@@ -149,16 +180,15 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
      * nor a later tune sets attributes: exactly those the plan can ever launch, i.e. the one a
      * negative rank asks for (whatever n) and those kern_linear_plan_tune may time and pick
      * (s_tunable); nothing else can become p->rank. */
-    for (int32_t c = 0; c < kern_gemm_mma_count(); c++)
-        if (KERN_LINEAR_OWN(c) == rank ? kern_gemm_mma_valid(c, p->n, p->in, p->out)
-                                       : s_tunable(p, c)) {
-            const int rc = kern_gemm_mma_prepare(c, err);
+    for (int32_t c = 0; c < kern_linear_own_count(); c++)
+        if (KERN_LINEAR_OWN(c) == rank ? s_own_valid(c, p->n, p->in, p->out) : s_tunable(p, c)) {
+            const int rc = s_own_prepare(c, err);
             if (rc != 0)
                 return rc;
         }
     if (rank < 0) {
         const int32_t c = -1 - rank;
-        if (c < kern_gemm_mma_count() && kern_gemm_mma_valid(c, p->n, p->in, p->out)) {
+        if (c < kern_linear_own_count() && s_own_valid(c, p->n, p->in, p->out)) {
             p->rank = p->alternative = rank;
             p->workspace_bytes = 0;
             return 0;
@@ -182,7 +212,7 @@ extern "C" int kern_linear_plan_new(cublasLtHandle_t lt, int32_t n, int32_t in, 
                                     kern_linear_epilogue_t epi, size_t workspace_bytes,
                                     int32_t rank, kern_linear_plan_t **out_plan, com_error_t *err) {
     *out_plan = NULL;
-    if (!lt || n < 1 || in < 1 || out < 1 || rank < KERN_LINEAR_OWN(kern_gemm_mma_count() - 1) ||
+    if (!lt || n < 1 || in < 1 || out < 1 || rank < KERN_LINEAR_OWN(kern_linear_own_count() - 1) ||
         (epi != KERN_LINEAR_NONE && epi != KERN_LINEAR_BIAS && epi != KERN_LINEAR_BIAS_GELU))
         return com_error_set(err, COM_EINVAL, "linear plan: n %d, in %d, out %d, epi %d, rank %d",
                              (int)n, (int)in, (int)out, (int)epi, (int)rank);
@@ -205,8 +235,7 @@ static int s_run(cublasLtHandle_t lt, const kern_linear_plan_t *p, int32_t rank,
                  const uint16_t *x, const uint16_t *w, const uint16_t *b, void *workspace,
                  cudaStream_t stream, com_error_t *err) {
     if (rank < 0)
-        return kern_gemm_mma_cuda(-1 - rank, (int)p->epi, y, x, w, b, p->n, p->in, p->out, stream,
-                                  err);
+        return s_own_run(-1 - rank, (int)p->epi, y, x, w, b, p->n, p->in, p->out, stream, err);
     const float alpha = 1.0f, beta = 0.0f;
     KERN_CUBLAS_TRY(cublasLtMatmul(lt, p->op, &alpha, w, p->a, x, p->b, &beta, y, p->c, y, p->c,
                                    &p->cand[rank], workspace, p->cand_ws[rank], stream),
@@ -238,7 +267,7 @@ extern "C" int kern_linear_plan_choose(kern_linear_plan_t *p, int32_t rank, com_
      * kern_linear_plan_new prepared for this shape */
     const bool ok =
         rank >= 0 ? rank < p->n_cand
-                  : rank >= KERN_LINEAR_OWN(kern_gemm_mma_count() - 1) && s_tunable(p, -1 - rank);
+                  : rank >= KERN_LINEAR_OWN(kern_linear_own_count() - 1) && s_tunable(p, -1 - rank);
     if (!ok)
         return com_error_set(err, COM_EUNSUPPORTED,
                              "linear plan %dx%dx%d: rank %d is not a candidate here", (int)p->n,
@@ -322,7 +351,7 @@ extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p,
     int32_t fastest[2] = {0, 0}; /* per engine (0 cuBLASLt, 1 ours): its fastest rank */
     float fastest_ms[2] = {1e30f, 1e30f};
     /* cuBLASLt's candidates in the heuristic's order, then ours */
-    const int32_t n_own = kern_gemm_mma_count();
+    const int32_t n_own = kern_linear_own_count();
     for (int32_t i = 0; i < p->n_cand + n_own && rc == 0; i++) {
         const int32_t rank = i < p->n_cand ? i : KERN_LINEAR_OWN(i - p->n_cand);
         if (rank >= 0 && p->cand_ws[rank] > workspace_bytes)

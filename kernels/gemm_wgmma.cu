@@ -1,0 +1,664 @@
+/* kernels/gemm_wgmma.cu — our Hopper GEMM for the dense layers (contract in gemm_wgmma.h; used
+ * by linear.cu as candidates beside cuBLASLt's algorithms and gemm_mma.cu's):
+ * y[n, out] = epi(x[n, in] W[out, in]^T + b), bf16 in, fp32 accumulation, the epilogue (none,
+ * + bias, + bias then exact erf GELU, kern::gelu_erf) applied to the fp32 accumulators and
+ * rounded once to bf16. Built for sm_90a only (wgmma and the tensor-memory accelerator).
+ *
+ * Algorithm: BM x BN output tiles, column tiles fastest. Warp group 0 is the producer: one
+ * thread issues TMA copies of a 64-wide K slice of x ([BM][64] bf16) and of W ([BN][64]) into a
+ * STAGES-deep ring of shared-memory stages, each guarded by a "full" mbarrier (the copies' byte
+ * count) and an "empty" one (one arrival per consumer warp group). Warp groups 1..NC consume:
+ * for every stage 4 (k16) x MI x wgmma.m64nBNk16 with both operands read from shared memory,
+ * one stage's wgmmas kept in flight (wait_group 1), the stage before released. Both operands are
+ * K-major with 128-byte rows, the layout TMA's 128-byte swizzle writes and wgmma's swizzled
+ * descriptor reads (8-row, 1024-byte core groups; a k16 step advances the address by 32 bytes).
+ * TMA fills rows >= n, W rows >= out and K past in with zeros, so there is no tail masking.
+ * Without split-K the kernel is persistent (grid = min(tiles, SMs); the ring counter runs on
+ * across tiles, so the producer loads the next tile while the consumers store the last).
+ * Cooperative mode: the NC groups split a tile's rows. Ping-pong mode (PP): each group owns
+ * alternate tiles, so one group's epilogue overlaps the other's main loop; named barriers make
+ * the groups take the ring in turn (without them a group could run a whole ring lap ahead and
+ * the mbarrier parities alias). With two consumer groups and many accumulators, setmaxnreg moves
+ * registers from the producer (40) to the consumers (232).
+ * Epilogue: bias, GELU and bf16 rounding in registers, the tile written into swizzled shared
+ * staging and stored by TMA (which clips rows >= n and columns >= out); per-thread 4-byte stores
+ * straight from the accumulators wrote at under 1 TB/s and were the large-n bottleneck.
+ * Split-K (SPLIT = 2 or 4, one tile per CTA): a cluster of SPLIT CTAs along z, one K range each;
+ * the fp32 tiles go to shared memory (the drained ring) and, after a cluster barrier, CTA r sums
+ * rows [r BM/S, (r+1) BM/S) over the S tiles in rank order (distributed shared memory):
+ * deterministic, no atomics, no workspace (as gemm_mma.cu).
+ * PDL: the producer issues the weight halves of the first stages before kern::pdl_wait() (no
+ * kernel writes W), x only after it; every thread waits before it stores anything.
+ * Requires in % 8 == 0, out % 8 == 0, 16-byte aligned x, w, y. Stream: the caller's. Tested by
+ * tests/test_kernels_cuda.c (every configuration x epilogue); timed by bench_kernels_cuda. */
+#include <cooperative_groups.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <atomic>
+
+#include "kernels/gemm_wgmma.h"
+#include "kernels/kern_cuda_dev.cuh"
+
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kBK = 64; /* one 128-byte swizzle row of bf16 */
+
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP> struct Cfg {
+    /* cooperative: the NC groups split a tile's rows; ping-pong (PP): each owns whole tiles */
+    static constexpr int kBM = 64 * MI * (PP ? 1 : NC);
+    static constexpr int kThreads = 128 * (NC + 1);
+    static constexpr int kABytes = kBM * kBK * 2, kBBytes = BN * kBK * 2;
+    static constexpr int kStageBytes = kABytes + kBBytes;
+    static constexpr int kAcc = MI * BN / 2; /* fp32 accumulators per thread */
+    static constexpr int kCS = BN + 4;       /* split staging row stride (floats) */
+    static constexpr size_t kRing = (size_t)STAGES * kStageBytes;
+    /* split-K: the fp32 partial tile, in the drained ring; else the bf16 output tile, after it */
+    static constexpr size_t kStaging = SPLIT > 1 ? (size_t)kBM *kCS * 4 : 0;
+    static constexpr size_t kOut = SPLIT > 1 ? 0 : (size_t)NC * 64 * MI *BN * 2;
+    /* + 1 KiB to align the ring to 1024 bytes (the swizzle atom) */
+    static constexpr size_t kSmem = (kRing > kStaging ? kRing : kStaging) + kOut + 1024;
+    static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma N: 64 to 256");
+    static_assert(kBM <= 256 && BN <= 256, "TMA box: at most 256 rows");
+    static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "stages stay 1024-aligned");
+    static_assert(kSmem <= 227 * 1024, "shared memory per block");
+    static_assert(!PP || (NC == 2 && SPLIT == 1), "ping-pong: two consumer groups, no split");
+    static_assert(SPLIT == 1 || (!PP && kBM % SPLIT == 0 && (kThreads - 128) % (BN / 8) == 0),
+                  "split epilogue: whole rows per rank, one column chunk per thread");
+};
+
+/* ---- PTX wrappers: mbarrier, TMA, wgmma ---- */
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile("{\n .reg .pred p;\n"
+                     " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+/* 2-D tile (c0 = K element, c1 = row) of the tensor map into shared dst, completing on bar. */
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, uint32_t bar,
+                                         int32_t c0, int32_t c1) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+                 : "memory");
+}
+
+/* Shared [rows][64] bf16 tile (128-byte swizzled, as TMA loads it) to the tensor map at (c0, c1);
+ * rows / columns outside the tensor are not written. Committed as one bulk group per call. */
+__device__ __forceinline__ void tma_store(const CUtensorMap *map, uint32_t src, int32_t c0,
+                                          int32_t c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
+                 "cp.async.bulk.commit_group;\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+                 "r"(src), "r"(c0), "r"(c1)
+                 : "memory");
+}
+/* Waits until this thread's bulk stores have read their shared memory (READ_ONLY) or are done. */
+template <bool READ_ONLY> __device__ __forceinline__ void bulk_wait_all() {
+    if constexpr (READ_ONLY)
+        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    else
+        asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+/* barrier over the 128 threads of one warp group (named barrier id = the group, 1 or 2) */
+__device__ __forceinline__ void wg_bar(int id) {
+    asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
+}
+/* Ping-pong turn-taking between consumer groups 1 and 2 (named barriers 3 and 4, 256 threads):
+ * a group waits for its turn before its main loop and hands the turn over after it. */
+__device__ __forceinline__ void turn_wait(int wg) {
+    asm volatile("bar.sync %0, 256;\n" ::"r"(2 + wg) : "memory");
+}
+__device__ __forceinline__ void turn_give(int wg) {
+    asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + (3 - wg)) : "memory");
+}
+
+/* wgmma shared-memory descriptor of a K-major tile with 128-byte swizzle: start address >> 4,
+ * leading offset 1 (unused when swizzled), stride offset 1024 bytes (8 rows of 128 bytes) >> 4,
+ * layout type 1 (128B swizzle) in bits 62-63. */
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr) {
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)64 << 32) |
+           ((uint64_t)1 << 62);
+}
+
+__device__ __forceinline__ void wg_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* keeps the compiler from moving accumulator accesses across a wgmma fence or wait */
+template <int N> __device__ __forceinline__ void acc_fence(float (&d)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#define EMBER_F8(i)                                                                                \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),    \
+        "+f"(d[i + 6]), "+f"(d[i + 7])
+
+/* d[0..N/2) += A(64 x 16, desc a) B(N x 16, desc b)^T; both K-major, bf16, fp32 accumulate
+ * (scale-d, a predicate operand, is 1: always accumulate; d starts at zero) */
+template <int N> __device__ __forceinline__ void wgmma(float *d, uint64_t a, uint64_t b);
+
+template <> __device__ __forceinline__ void wgmma<64>(float *d, uint64_t a, uint64_t b) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+                 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : EMBER_F8(0), EMBER_F8(8), EMBER_F8(16), EMBER_F8(24)
+                 : "l"(a), "l"(b), "r"(1));
+}
+
+template <> __device__ __forceinline__ void wgmma<128>(float *d, uint64_t a, uint64_t b) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : EMBER_F8(0), EMBER_F8(8), EMBER_F8(16), EMBER_F8(24), EMBER_F8(32), EMBER_F8(40),
+                   EMBER_F8(48), EMBER_F8(56)
+                 : "l"(a), "l"(b), "r"(1));
+}
+
+template <> __device__ __forceinline__ void wgmma<192>(float *d, uint64_t a, uint64_t b) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+                 "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+                 : EMBER_F8(0), EMBER_F8(8), EMBER_F8(16), EMBER_F8(24), EMBER_F8(32), EMBER_F8(40),
+                   EMBER_F8(48), EMBER_F8(56), EMBER_F8(64), EMBER_F8(72), EMBER_F8(80),
+                   EMBER_F8(88)
+                 : "l"(a), "l"(b), "r"(1));
+}
+
+template <> __device__ __forceinline__ void wgmma<256>(float *d, uint64_t a, uint64_t b) {
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, "
+                 "%110, %111, "
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, "
+                 "%125, %126, %127"
+                 "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+                 : EMBER_F8(0), EMBER_F8(8), EMBER_F8(16), EMBER_F8(24), EMBER_F8(32), EMBER_F8(40),
+                   EMBER_F8(48), EMBER_F8(56), EMBER_F8(64), EMBER_F8(72), EMBER_F8(80),
+                   EMBER_F8(88), EMBER_F8(96), EMBER_F8(104), EMBER_F8(112), EMBER_F8(120)
+                 : "l"(a), "l"(b), "r"(1));
+}
+
+#undef EMBER_F8
+
+/* bias (when epi >= 1) and GELU (epi == 2) on an fp32 pair at columns c, c + 1 */
+__device__ __forceinline__ void epilogue2(float &v0, float &v1, const uint16_t *__restrict__ b,
+                                          int32_t c, int epi) {
+    if (epi >= 1) {
+        v0 += kern::bf2f(b[c]);
+        v1 += kern::bf2f(b[c + 1]);
+        if (epi == 2)
+            v0 = kern::gelu_erf(v0), v1 = kern::gelu_erf(v1);
+    }
+}
+
+/* Rows and columns of output tile `tile` (column tiles fastest: CTAs running side by side share
+ * x's rows in L2). */
+template <int BM, int BN>
+__device__ __forceinline__ void tile_origin(int32_t tile, int32_t n_col_tiles, int32_t &row0,
+                                            int32_t &col0) {
+    row0 = tile / n_col_tiles * BM;
+    col0 = tile % n_col_tiles * BN;
+}
+
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
+__device__ __forceinline__ void gemm_body(const CUtensorMap *tx, const CUtensorMap *tw,
+                                          const CUtensorMap *ty, uint16_t *__restrict__ y,
+                                          const uint16_t *__restrict__ b, int32_t n, int32_t K,
+                                          int32_t N, int epi) {
+    using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP>;
+    constexpr int BM = C::kBM;
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+    const uint32_t raw = kern::smem_u32(smem_raw);
+    const uint32_t ring =
+        (raw + 1023u) & ~1023u; /* stage s: A at ring + s * kStageBytes, B after */
+    unsigned char *ring_ptr = smem_raw + (ring - raw);
+    const int wg = (int)threadIdx.x / 128, t128 = (int)threadIdx.x % 128;
+    const int32_t n_col_tiles = (N + BN - 1) / BN, n_tiles = n_col_tiles * ((n + BM - 1) / BM);
+    int rank = 0;
+    if constexpr (SPLIT > 1)
+        rank = (int)cg::this_cluster().block_rank();
+    const int32_t nk = (K + kBK - 1) / kBK;
+    const int32_t kt0 = (int32_t)((int64_t)rank * nk / SPLIT),
+                  kt1 = (int32_t)((int64_t)(rank + 1) * nk / SPLIT);
+    const int32_t my_nk = kt1 - kt0;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(kern::smem_u32(&full[s]), 1);
+            mbar_init(kern::smem_u32(&empty[s]), PP ? 1 : NC); /* the groups that read it */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    /* Persistent: the CTA walks tiles blockIdx.x, + gridDim.x, ...; the ring's slot and phase
+     * follow one K-slice counter `it` across tiles, so the producer fills the next tile's first
+     * stages while the consumers store the last one. (Split-K grids have one tile per CTA.) */
+    float d[C::kAcc];
+    /* Three warp groups hold 65536 / 384 = 168 registers each: the producer gives most of its
+     * share to the consumers, whose 96-128 accumulators would otherwise spill (192 spill even
+     * at 232 registers: no such configuration). */
+    constexpr bool kRebalance = NC == 2 && C::kAcc >= 96;
+    if (wg == 0) {
+        if constexpr (kRebalance)
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (t128 == 0) { /* the producer: one thread issues every copy */
+            uint32_t it = 0;
+            for (int32_t tile = (int32_t)blockIdx.x; tile < n_tiles; tile += (int32_t)gridDim.x) {
+                int32_t row0, col0;
+                tile_origin<BM, BN>(tile, n_col_tiles, row0, col0);
+                int32_t t = 0;
+                if (it == 0) {
+                    /* the first stages' weight halves before the wait (no kernel writes W) */
+                    const int pre = my_nk < STAGES ? my_nk : STAGES;
+                    for (int s = 0; s < pre; s++) {
+                        const uint32_t st = ring + (uint32_t)s * C::kStageBytes;
+                        mbar_expect_tx(kern::smem_u32(&full[s]), C::kStageBytes);
+                        tma_load(st + C::kABytes, tw, kern::smem_u32(&full[s]), (kt0 + s) * kBK,
+                                 col0);
+                    }
+                    kern::pdl_wait();
+                    kern::pdl_trigger();
+                    for (int s = 0; s < pre; s++)
+                        tma_load(ring + (uint32_t)s * C::kStageBytes, tx, kern::smem_u32(&full[s]),
+                                 (kt0 + s) * kBK, row0);
+                    t = pre, it = (uint32_t)pre;
+                }
+                for (; t < my_nk; t++, it++) {
+                    const int s = (int)(it % STAGES);
+                    const uint32_t st = ring + (uint32_t)s * C::kStageBytes;
+                    if (it >= (uint32_t)STAGES) /* wait for the consumers to free the slot */
+                        mbar_wait(kern::smem_u32(&empty[s]), ((it / STAGES) + 1) & 1u);
+                    mbar_expect_tx(kern::smem_u32(&full[s]), C::kStageBytes);
+                    tma_load(st, tx, kern::smem_u32(&full[s]), (kt0 + t) * kBK, row0);
+                    tma_load(st + C::kABytes, tw, kern::smem_u32(&full[s]), (kt0 + t) * kBK, col0);
+                }
+            }
+            if (it == 0) { /* no tile for this CTA */
+                kern::pdl_wait();
+                kern::pdl_trigger();
+            }
+        } else {
+            kern::pdl_wait();
+            kern::pdl_trigger();
+        }
+    } else {
+        if constexpr (kRebalance)
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        kern::pdl_wait();
+        kern::pdl_trigger();
+        /* this group's 64-row blocks of the stage */
+        const uint32_t a_off = PP ? 0u : (uint32_t)(wg - 1) * MI * 64 * 128;
+        const int warp = t128 / 32, lane = t128 % 32;
+        /* The CTA's j-th tile; its K slices are ring counts j my_nk .. + my_nk - 1. Ping-pong:
+         * group 1 takes the even j, group 2 the odd, and their main loops take turns (group 1
+         * first), so one group's epilogue runs beside the other's main loop; the turns also
+         * keep each group's wait on a slot within one phase of the slot's state (a group
+         * skipping the other's slices could otherwise mistake an older phase for its own). */
+        for (int32_t j = PP ? wg - 1 : 0;; j += PP ? NC : 1) {
+            const int32_t tile = (int32_t)blockIdx.x + j * (int32_t)gridDim.x;
+            if (tile >= n_tiles)
+                break;
+            if constexpr (PP)
+                if (j > 0)
+                    turn_wait(wg);
+            uint32_t it = (uint32_t)j * (uint32_t)my_nk;
+#pragma unroll
+            for (int i = 0; i < C::kAcc; i++)
+                d[i] = 0.f;
+            for (int32_t t = 0; t < my_nk; t++, it++) {
+                const int s = (int)(it % STAGES);
+                const uint32_t st = ring + (uint32_t)s * C::kStageBytes;
+                mbar_wait(kern::smem_u32(&full[s]), (it / STAGES) & 1u);
+                acc_fence(d);
+                wg_fence();
+#pragma unroll
+                for (int k = 0; k < kBK / 16; k++)
+#pragma unroll
+                    for (int mi = 0; mi < MI; mi++) /* one m64nBNk16 per 64-row block */
+                        wgmma<BN>(
+                            d + mi * (BN / 2),
+                            desc_sw128(st + a_off + (uint32_t)mi * 64 * 128 + (uint32_t)k * 32),
+                            desc_sw128(st + C::kABytes + (uint32_t)k * 32));
+                wg_commit();
+                acc_fence(d);
+                /* the previous slice's wgmmas are done: hand its slot back to the producer */
+                wg_wait<1>();
+                acc_fence(d);
+                if (t > 0 && t128 == 0)
+                    mbar_arrive(kern::smem_u32(&empty[(it - 1) % STAGES]));
+            }
+            wg_wait<0>();
+            acc_fence(d);
+            if (t128 == 0)
+                mbar_arrive(kern::smem_u32(&empty[(it - 1) % STAGES]));
+            if constexpr (PP) /* the other group's turn, if it has a tile j + 1 */
+                if ((int64_t)blockIdx.x + (int64_t)(j + 1) * gridDim.x < n_tiles)
+                    turn_give(wg);
+            if constexpr (SPLIT == 1) {
+                /* The epilogue: bias, GELU, bf16 into this group's staging tile (64 MI rows, BN /
+                 * 64 blocks of [64 MI][64] bf16, 128-byte swizzled: chunk j of row r at j ^ (r %
+                 * 8), which also keeps the warp's 8-row stores free of bank conflicts), then TMA
+                 * stores it, clipping rows >= n and columns >= N, while the group goes on to its
+                 * next tile. Accumulator layout (64-row block mi, 8-column group g):
+                 * d[mi N/2 + 4 g + 2 h + e] is row 16 warp + lane/4 + 8 h, column 8 g + 2 (lane%4)
+                 * + e. */
+                int32_t row0, col0;
+                tile_origin<BM, BN>(tile, n_col_tiles, row0, col0);
+                constexpr uint32_t kBlock = 64u * MI * 128u; /* one [64 MI][64] block */
+                const uint32_t stage_out =
+                    ring + (uint32_t)C::kRing + (uint32_t)(wg - 1) * BN / 64 * kBlock;
+                if (t128 == 0)
+                    bulk_wait_all<true>(); /* the last tile's stores have read the staging tile */
+                wg_bar(wg);
+#pragma unroll
+                for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int r = mi * 64 + warp * 16 + lane / 4 + 8 * h;
+#pragma unroll
+                        for (int g = 0; g < BN / 8; g++) {
+                            const int c = g * 8 + 2 * (lane % 4);
+                            const float *p = d + mi * (BN / 2) + 4 * g + 2 * h;
+                            float v0 = p[0], v1 = p[1];
+                            if (col0 + c < N) /* no bias past the last column */
+                                epilogue2(v0, v1, b, col0 + c, epi);
+                            const uint32_t addr =
+                                stage_out + (uint32_t)(c / 64) * kBlock + (uint32_t)r * 128u +
+                                ((uint32_t)((c % 64) / 8 ^ (r % 8)) << 4) + (uint32_t)(c % 8) * 2u;
+                            const uint32_t pair =
+                                (uint32_t)kern::f2bf(v0) | ((uint32_t)kern::f2bf(v1) << 16);
+                            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(pair)
+                                         : "memory");
+                        }
+                    }
+                /* the generic-proxy writes must be visible to the TMA (async proxy) */
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                wg_bar(wg);
+                if (t128 == 0)
+#pragma unroll
+                    for (int blk = 0; blk < BN / 64; blk++)
+                        tma_store(ty, stage_out + (uint32_t)blk * kBlock, col0 + blk * 64,
+                                  row0 + (PP ? 0 : (wg - 1) * MI * 64));
+            }
+        }
+        if constexpr (SPLIT == 1)
+            if (t128 == 0)
+                bulk_wait_all<false>(); /* y is complete before the grid is */
+    }
+
+    if constexpr (SPLIT > 1) {
+        /* one tile per CTA (grid x = the tile count); the ring is drained once all are here */
+        int32_t row0, col0;
+        tile_origin<BM, BN>((int32_t)blockIdx.x, n_col_tiles, row0, col0);
+        const int warp = t128 / 32, lane = t128 % 32;
+        __syncthreads();
+        float *Cs = reinterpret_cast<float *>(ring_ptr); /* [BM][kCS] */
+        if (wg > 0)
+#pragma unroll
+            for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                for (int g = 0; g < BN / 8; g++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int r = (wg - 1) * MI * 64 + mi * 64 + warp * 16 + lane / 4 + 8 * h;
+                        const int c = g * 8 + 2 * (lane % 4);
+                        const float *p = d + mi * (BN / 2) + 4 * g + 2 * h;
+                        *reinterpret_cast<float2 *>(Cs + r * C::kCS + c) = make_float2(p[0], p[1]);
+                    }
+        cg::this_cluster().sync(); /* every rank's partial tile is visible cluster-wide */
+        constexpr int kRows = BM / SPLIT, kChunks = BN / 8;
+        const int ct = (int)threadIdx.x - 128; /* consumer thread index */
+        if (ct >= 0) {
+            const int c = (ct % kChunks) * 8;
+            for (int idx = ct; idx < kRows * kChunks; idx += C::kThreads - 128) {
+                const int r = rank * kRows + idx / kChunks;
+                const int32_t gr = row0 + r, gc = col0 + c;
+                if (gr >= n || gc >= N)
+                    continue;
+                float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+                for (int s = 0; s < SPLIT; s++) { /* rank order: the same sum on every run */
+                    const float *src = cg::this_cluster().map_shared_rank(Cs, s) + r * C::kCS + c;
+                    const float4 p = *reinterpret_cast<const float4 *>(src),
+                                 q = *reinterpret_cast<const float4 *>(src + 4);
+                    v[0] += p.x, v[1] += p.y, v[2] += p.z, v[3] += p.w;
+                    v[4] += q.x, v[5] += q.y, v[6] += q.z, v[7] += q.w;
+                }
+#pragma unroll
+                for (int e = 0; e < 8; e += 2)
+                    epilogue2(v[e], v[e + 1], b, gc + e, epi);
+                kern::store_bf16<8>(y + (int64_t)gr * N + gc, v);
+            }
+        }
+        cg::this_cluster().sync(); /* no CTA leaves while another still reads its tile */
+    }
+}
+
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
+__global__ void __launch_bounds__(128 * (NC + 1))
+    k_gemm(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
+           const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
+           const uint16_t *__restrict__ b, int32_t n, int32_t K, int32_t N, int epi) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* empty for other archs */
+    gemm_body<NC, MI, BN, STAGES, SPLIT, PP>(&tx, &tw, &ty, y, b, n, K, N, epi);
+#endif
+}
+
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
+__global__ void __cluster_dims__(1, 1, SPLIT) __launch_bounds__(128 * (NC + 1))
+    k_gemm_split(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
+                 const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
+                 const uint16_t *__restrict__ b, int32_t n, int32_t K, int32_t N, int epi) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* empty for other archs */
+    gemm_body<NC, MI, BN, STAGES, SPLIT, PP>(&tx, &tw, &ty, y, b, n, K, N, epi);
+#endif
+}
+
+typedef void (*kernel_t)(CUtensorMap, CUtensorMap, CUtensorMap, uint16_t *, const uint16_t *,
+                         int32_t, int32_t, int32_t, int);
+
+struct Entry {
+    const char *name;
+    kernel_t kernel;
+    int bm, bn, threads, split;
+    int out_rows; /* the rows of one consumer group's output store (64 MI) */
+    size_t smem;
+    int32_t min_n, max_n; /* the rows at which the tuner times it */
+};
+
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP = false>
+constexpr Entry entry(const char *name, int32_t min_n, int32_t max_n) {
+    using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP>;
+    kernel_t k;
+    if constexpr (SPLIT > 1)
+        k = k_gemm_split<NC, MI, BN, STAGES, SPLIT, PP>;
+    else
+        k = k_gemm<NC, MI, BN, STAGES, SPLIT, PP>;
+    return Entry{name, k, C::kBM, BN, C::kThreads, SPLIT, 64 * MI, C::kSmem, min_n, max_n};
+}
+
+/* Small n: 64-row tiles, split-K to fill the GPU while W streams through once. Large n: 128- and
+ * 256-row tiles with 128 or 256 columns (two consumer warp groups, or one with two row blocks). */
+const Entry kConfigs[] = {
+    entry<1, 1, 64, 8, 1>("wgmma 64x64 s8", 1, 1024),
+    entry<1, 1, 64, 8, 2>("wgmma 64x64 s8 splitk2", 1, 512),
+    entry<1, 1, 64, 8, 4>("wgmma 64x64 s8 splitk4", 1, 512),
+    entry<1, 1, 128, 6, 1>("wgmma 64x128 s6", 1, 2048),
+    entry<1, 1, 128, 6, 2>("wgmma 64x128 s6 splitk2", 1, 512),
+    entry<2, 1, 128, 5, 1>("wgmma 128x128 s5", 256, 1 << 30),
+    entry<2, 1, 192, 4, 1>("wgmma 128x192 s4", 512, 1 << 30),
+    entry<2, 1, 256, 3, 1>("wgmma 128x256 s3", 512, 1 << 30),
+    entry<2, 2, 128, 3, 1>("wgmma 256x128 s3", 1024, 1 << 30),
+    entry<2, 2, 128, 4, 1, true>("wgmma 128x128 s4 pingpong", 512, 1 << 30),
+    entry<2, 1, 192, 5, 1, true>("wgmma 64x192 s5 pingpong", 512, 1 << 30),
+    entry<2, 1, 256, 4, 1, true>("wgmma 64x256 s4 pingpong", 512, 1 << 30),
+};
+constexpr int32_t kNConfigs = (int32_t)(sizeof kConfigs / sizeof *kConfigs);
+
+/* The driver's cuTensorMapEncodeTiled, found through the runtime (no libcuda link). */
+PFN_cuTensorMapEncodeTiled_v12000 g_encode = nullptr;
+
+/* per device ordinal: 0 unknown, 1 sm_90, 2 other; and its SM count (set with 1) */
+std::atomic<int> g_device_ok[64], g_device_sms[64];
+
+bool s_device_ok() {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+        return false;
+    int v = g_device_ok[dev].load(std::memory_order_relaxed);
+    if (v == 0) {
+        int major = 0, minor = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+            return false;
+        int sms = 0;
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            return false;
+        v = major == 9 && minor == 0 && sms > 0 ? 1 : 2;
+        g_device_sms[dev].store(sms, std::memory_order_relaxed);
+        g_device_ok[dev].store(v, std::memory_order_relaxed);
+    }
+    return v == 1;
+}
+
+/* rows x K bf16, row-major, box [box_rows][64] with 128-byte swizzle; zeros outside */
+int s_encode(CUtensorMap *m, const uint16_t *p, int32_t rows, int32_t K, int box_rows,
+             com_error_t *err) {
+    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)K * 2};
+    const cuuint32_t box[2] = {(cuuint32_t)kBK, (cuuint32_t)box_rows};
+    const cuuint32_t estr[2] = {1, 1};
+    const CUresult r =
+        g_encode(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<uint16_t *>(p), dims, strides,
+                 box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return com_error_set(err, COM_EINTERNAL, "gemm_wgmma: cuTensorMapEncodeTiled failed (%d)",
+                             (int)r);
+    return 0;
+}
+
+} // namespace
+
+int32_t kern_gemm_wgmma_count(void) {
+    return kNConfigs;
+}
+
+const char *kern_gemm_wgmma_name(int32_t config) {
+    return config >= 0 && config < kNConfigs ? kConfigs[config].name : NULL;
+}
+
+bool kern_gemm_wgmma_valid(int32_t config, int32_t n, int32_t in, int32_t out) {
+    if (config < 0 || config >= kNConfigs || n < 1 || in < 8 || out < 8 || in % 8 || out % 8)
+        return false;
+    const int32_t nk = (in + kBK - 1) / kBK; /* a split needs 2 K tiles per rank */
+    if (kConfigs[config].split > 1 && nk < 2 * kConfigs[config].split)
+        return false;
+    return s_device_ok();
+}
+
+bool kern_gemm_wgmma_worth(int32_t config, int32_t n) {
+    return config >= 0 && config < kNConfigs && n >= kConfigs[config].min_n &&
+           n <= kConfigs[config].max_n;
+}
+
+int kern_gemm_wgmma_prepare(int32_t config, com_error_t *err) {
+    if (config < 0 || config >= kNConfigs)
+        return com_error_set(err, COM_EINVAL, "gemm_wgmma: config %d", (int)config);
+    if (!s_device_ok())
+        return com_error_set(err, COM_EUNSUPPORTED, "gemm_wgmma: needs compute capability 9.0");
+    if (!g_encode) {
+        void *fn = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        KERN_CUDA_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                       cudaEnableDefault, &q),
+                      err);
+        if (q != cudaDriverEntryPointSuccess || !fn)
+            return com_error_set(err, COM_EUNSUPPORTED,
+                                 "gemm_wgmma: the driver has no cuTensorMapEncodeTiled");
+        g_encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    }
+    const Entry &e = kConfigs[config];
+    KERN_CUDA_TRY(
+        cudaFuncSetAttribute(e.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)e.smem),
+        err);
+    return 0;
+}
+
+int kern_gemm_wgmma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x, const uint16_t *w,
+                         const uint16_t *b, int32_t n, int32_t in, int32_t out, cudaStream_t stream,
+                         com_error_t *err) {
+    if (!kern_gemm_wgmma_valid(config, n, in, out) || epi < 0 || epi > 2 || !y || !x || !w ||
+        (epi >= 1 && !b) || !kern::aligned16(y) || !kern::aligned16(x) || !kern::aligned16(w) ||
+        !g_encode)
+        return com_error_set(err, COM_EINVAL,
+                             "gemm_wgmma: config %d, %dx%dx%d, epilogue %d: unsupported shape, "
+                             "unaligned pointers or not prepared",
+                             (int)config, (int)n, (int)in, (int)out, epi);
+    const Entry &e = kConfigs[config];
+    CUtensorMap tx, tw, ty;
+    int rc = s_encode(&tx, x, n, in, e.bm, err);
+    if (rc == 0)
+        rc = s_encode(&tw, w, out, in, e.bn, err);
+    if (rc == 0)
+        rc = s_encode(&ty, y, n, out, e.out_rows, err);
+    if (rc != 0)
+        return rc;
+    /* split-K: one CTA per tile and rank; otherwise persistent, at most one CTA per SM */
+    const int32_t tiles = ((out + e.bn - 1) / e.bn) * ((n + e.bm - 1) / e.bm);
+    int dev = 0;
+    KERN_CUDA_TRY(cudaGetDevice(&dev), err); /* valid: 0 <= dev < 64, its SM count is known */
+    const int32_t sms = g_device_sms[dev].load(std::memory_order_relaxed);
+    const int32_t ctas = e.split > 1 || tiles < sms ? tiles : sms;
+    const dim3 grid((unsigned)ctas, 1u, (unsigned)e.split);
+    KERN_CUDA_TRY(kern::launch(e.kernel, grid, dim3((unsigned)e.threads), e.smem, stream, tx, tw,
+                               ty, y, b, n, in, out, epi),
+                  err);
+    return 0;
+}

@@ -1,0 +1,27 @@
+/* kernels/gemm_wgmma.h — internal (C++, for kernels/linear.cu only): our Hopper GEMM (TMA
+ * loads, wgmma, an mbarrier ring; sm_90a only), y[n, out] = epi(x[n, in] W[out, in]^T (+ b)),
+ * bf16 in/out, fp32 accumulation. Same contract as gemm_mma.h, whose functions these mirror;
+ * configurations are numbered 0 .. kern_gemm_wgmma_count() - 1. On a device that is not
+ * compute capability 9.0 no configuration is valid. */
+#ifndef EMBER_KERNELS_GEMM_WGMMA_H
+#define EMBER_KERNELS_GEMM_WGMMA_H
+
+#include "kernels/kern_cuda.h"
+
+int32_t kern_gemm_wgmma_count(void);
+const char *kern_gemm_wgmma_name(int32_t config);
+/* true iff config can run this shape on the current device: compute capability 9.0,
+ * in % 8 == 0 and out % 8 == 0 (16-byte rows for TMA), and for split-K enough K tiles. */
+bool kern_gemm_wgmma_valid(int32_t config, int32_t n, int32_t in, int32_t out);
+/* false when config is valid but not worth timing at n rows (see kConfigs). */
+bool kern_gemm_wgmma_worth(int32_t config, int32_t n);
+/* Host-side set-up (shared-memory limit, the driver's tensor-map encoder); before the first
+ * launch, outside graph capture. Returns 0, COM_EUNSUPPORTED or COM_EINTERNAL. */
+int kern_gemm_wgmma_prepare(int32_t config, com_error_t *err);
+/* As kern_gemm_mma_cuda (epi 0 none, 1 bias, 2 bias + erf GELU; w and b read before the PDL
+ * wait). Encodes the two tensor maps on the host (no device work), so it stays capture-safe. */
+int kern_gemm_wgmma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x, const uint16_t *w,
+                         const uint16_t *b, int32_t n, int32_t in, int32_t out, cudaStream_t stream,
+                         com_error_t *err);
+
+#endif
