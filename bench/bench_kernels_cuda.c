@@ -6,8 +6,12 @@
  * and writes JSON. Usage: bench_kernels_cuda OUT.json [REPS]. One stream, one thread.
  * bench_kernels_cuda gemms OUT.json: every GEMM candidate (cuBLASLt's first choice and each of
  * our configurations that can run the shape) at the engine's four GEMMs of both shapes and
- * 128 to 16,384 tokens, each timed as a CUDA graph of back-to-back launches (what the engine's
- * graphs run, programmatic edges included), so the host's launch rate does not decide. */
+ * 128 to 16,384 tokens, plus the output and FFN-down GEMMs with the bias + residual + LayerNorm
+ * epilogue the engine runs ("out+ln", "ffn2+ln", fp32 residual: cuBLASLt and our unfused
+ * configurations as GEMM + LayerNorm kernel, our fused ones as one kernel), each timed as a CUDA
+ * graph of back-to-back launches (what the engine's graphs run, programmatic edges included), so
+ * the host's launch rate does not decide. Optional after OUT.json: the token counts to run
+ * (e.g. 128,4096; default all) and "pdl=off" (ordinary launches, for A/B). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,16 +81,18 @@ static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
         }                                                                                          \
     } while (0)
 
-/* Median us per run of plan p: a graph of kRuns back-to-back kern_linear_cuda calls, replayed. */
+/* Median us per run of plan p: a graph of kRuns back-to-back kern_linear_cuda calls, replayed.
+ * ln: the LayerNorm operands of an epilogue-3 plan, else NULL. */
 static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p, uint16_t *y,
-                                const uint16_t *x, const uint16_t *w, const uint16_t *b, void *ws,
-                                size_t ws_bytes, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1) {
+                                const uint16_t *x, const uint16_t *w, const uint16_t *b,
+                                const kern_linear_ln_t *ln, void *ws, size_t ws_bytes,
+                                cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1) {
     enum { kRuns = 20, kSamples = 9 };
     cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
     KERN_CUDA_FATAL(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
     for (int r = 0; r < kRuns; r++)
-        S_OK(kern_linear_cuda(lt, p, y, x, w, b, ws, ws_bytes, st, &e_));
+        S_OK(kern_linear_cuda(lt, p, y, x, w, b, ln, ws, ws_bytes, st, &e_));
     KERN_CUDA_FATAL(cudaStreamEndCapture(st, &g));
     KERN_CUDA_FATAL(cudaGraphInstantiate(&ge, g, 0));
     KERN_CUDA_FATAL(cudaGraphLaunch(ge, st));
@@ -104,12 +110,28 @@ static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p
     return 1e3 * ms[kSamples / 2] / kRuns;
 }
 
-static int s_gemm_candidates(const char *json, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1,
-                             cublasLtHandle_t lt, void *ws, size_t ws_bytes, com_prng_t *rng) {
+/* Whether v is one of the comma-separated numbers in list. */
+static bool s_in_list(const char *list, int32_t v) {
+    for (const char *p = list; *p;) {
+        char *end = NULL;
+        const long x = strtol(p, &end, 10);
+        if (end == p)
+            return false;
+        if (x == v)
+            return true;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return false;
+}
+
+static int s_gemm_candidates(const char *json, const char *only_T, cudaStream_t st, cudaEvent_t e0,
+                             cudaEvent_t e1, cublasLtHandle_t lt, void *ws, size_t ws_bytes,
+                             com_prng_t *rng) {
     static const int32_t shapes[2][2] = {{384, 1536}, {768, 3072}}; /* H, I */
     static const char *names[2] = {"minilm", "bert-base"};
     static const int32_t Ts[] = {128, 256, 1024, 4096, 16384};
-    static const char *gn[4] = {"qkv", "out", "ffn1+gelu", "ffn2"};
+    enum { kGemms = 6 };
+    static const char *gn[kGemms] = {"qkv", "out", "ffn1+gelu", "ffn2", "out+ln", "ffn2+ln"};
     FILE *j = fopen(json, "w");
     if (j)
         fprintf(j, "{\"gemms\": [\n");
@@ -117,16 +139,37 @@ static int s_gemm_candidates(const char *json, cudaStream_t st, cudaEvent_t e0, 
     printf("%-10s %6s %-10s %-34s %10s %9s\n", "model", "T", "gemm", "candidate", "us", "TFLOP/s");
     for (int m = 0; m < 2; m++) {
         const int32_t H = shapes[m][0], I = shapes[m][1];
-        const int32_t gemm[4][3] = {{H, 3 * H, KERN_LINEAR_BIAS},
-                                    {H, H, KERN_LINEAR_BIAS},
-                                    {H, I, KERN_LINEAR_BIAS_GELU},
-                                    {I, H, KERN_LINEAR_BIAS}};
+        const int32_t gemm[kGemms][3] = {
+            {H, 3 * H, KERN_LINEAR_BIAS},    {H, H, KERN_LINEAR_BIAS},
+            {H, I, KERN_LINEAR_BIAS_GELU},   {I, H, KERN_LINEAR_BIAS},
+            {H, H, KERN_LINEAR_BIAS_ADD_LN}, {I, H, KERN_LINEAR_BIAS_ADD_LN}};
         const int32_t T_max = Ts[sizeof Ts / sizeof *Ts - 1];
         uint16_t *x = s_rand_dev((size_t)T_max * I, rng), *y = s_rand_dev((size_t)T_max * I, rng);
         uint16_t *w = s_rand_dev((size_t)I * H, rng), *b = s_rand_dev((size_t)I, rng);
+        /* the LayerNorm's operands: an fp32 residual updated in place (the engine's default),
+         * gamma 1, beta 0 (from zeroed h32 and gb + H), the GEMM's bf16 scratch */
+        uint16_t *scratch = s_rand_dev((size_t)T_max * H, rng);
+        float *h32 = NULL, *gb = NULL;
+        KERN_CUDA_FATAL(cudaMalloc((void **)&h32, (size_t)T_max * H * 4));
+        KERN_CUDA_FATAL(cudaMemset(h32, 0, (size_t)T_max * H * 4));
+        KERN_CUDA_FATAL(cudaMalloc((void **)&gb, (size_t)2 * H * 4));
+        float *ones = malloc((size_t)H * 4);
+        for (int32_t i = 0; i < H; i++)
+            ones[i] = 1.0f;
+        KERN_CUDA_FATAL(cudaMemcpy(gb, ones, (size_t)H * 4, cudaMemcpyHostToDevice));
+        KERN_CUDA_FATAL(cudaMemset(gb + H, 0, (size_t)H * 4));
+        free(ones);
+        const kern_linear_ln_t ln = {.residual = h32,
+                                     .gamma = gb,
+                                     .beta = gb + H,
+                                     .eps = 1e-12f,
+                                     .out_f32 = h32,
+                                     .scratch = scratch};
         for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++)
-            for (int k = 0; k < 4; k++) {
+            for (int k = 0; k < kGemms; k++) {
                 const int32_t T = Ts[ti], in = gemm[k][0], out = gemm[k][1];
+                if (only_T && !s_in_list(only_T, T))
+                    continue;
                 const double flop = 2.0 * T * in * out;
                 double best[2] = {1e30, 1e30};
                 char best_name[2][64] = {"", ""};
@@ -137,8 +180,9 @@ static int s_gemm_candidates(const char *json, cudaStream_t st, cudaEvent_t e0, 
                     if (kern_linear_plan_new(lt, T, in, out, (kern_linear_epilogue_t)gemm[k][2],
                                              ws_bytes, rank, &p, &err) != 0)
                         continue; /* our configuration cannot run this shape */
-                    const double us =
-                        s_time_plan_graph(lt, p, y, x, w, b, ws, ws_bytes, st, e0, e1);
+                    const double us = s_time_plan_graph(
+                        lt, p, y, x, w, b, gemm[k][2] == KERN_LINEAR_BIAS_ADD_LN ? &ln : NULL, ws,
+                        ws_bytes, st, e0, e1);
                     const char *d = kern_linear_plan_describe(p);
                     printf("%-10s %6d %-10s %-34s %10.2f %9.1f\n", names[m], (int)T, gn[k], d, us,
                            flop / (us * 1e-6) / 1e12);
@@ -158,6 +202,7 @@ static int s_gemm_candidates(const char *json, cudaStream_t st, cudaEvent_t e0, 
                        names[m], (int)T, gn[k], best_name[1], best[1], best[0] / best[1]);
             }
         cudaFree(x), cudaFree(y), cudaFree(w), cudaFree(b);
+        cudaFree(scratch), cudaFree(h32), cudaFree(gb);
     }
     if (j) {
         fprintf(j, "\n]}\n");
@@ -189,7 +234,14 @@ int main(int argc, char **argv) {
     KERN_CUDA_FATAL(cudaMalloc(&ws, ws_bytes));
     if (gemms) {
         setvbuf(stdout, NULL, _IOLBF, 0); /* a hung candidate shows as the last line */
-        return s_gemm_candidates(argv[2], st, e0, e1, lt, ws, ws_bytes, &rng);
+        const char *only_T = NULL;
+        for (int a = 3; a < argc; a++) {
+            if (strcmp(argv[a], "pdl=off") == 0)
+                kern_pdl_set(false);
+            else
+                only_T = argv[a];
+        }
+        return s_gemm_candidates(argv[2], only_T, st, e0, e1, lt, ws, ws_bytes, &rng);
     }
     row_t rows[128];
     int n_rows = 0;
@@ -244,24 +296,34 @@ int main(int argc, char **argv) {
                    S_OK(kern_embed_layernorm_cuda(h32, hb, d_ids, NULL, d_ts, d_cu, d_n, T, word,
                                                   pos, type, g, g, H, 1e-12f, st, &e_)));
             /* in, out, epilogue; the plan tuned (all cuBLASLt candidates and ours) as the
-             * engine's start-up does; "ffn1+gelu" is FFN-up with the GELU as one op */
-            const int32_t gemm[5][3] = {{H, 3 * H, KERN_LINEAR_BIAS},
-                                        {H, H, KERN_LINEAR_BIAS},
-                                        {H, I, KERN_LINEAR_NONE},
-                                        {H, I, KERN_LINEAR_BIAS_GELU},
-                                        {I, H, KERN_LINEAR_BIAS}};
-            static const char *gn[5] = {"linear qkv", "linear out", "linear ffn1",
-                                        "linear ffn1+gelu", "linear ffn2"};
-            for (int k = 0; k < 5; k++) {
+             * engine's start-up does; "ffn1+gelu" is FFN-up with the GELU as one op, "+ln" the
+             * bias + residual + LayerNorm epilogue (fp32 residual h32 in place, scratch hb) */
+            enum { kGemms = 7 };
+            const int32_t gemm[kGemms][3] = {
+                {H, 3 * H, KERN_LINEAR_BIAS},   {H, H, KERN_LINEAR_BIAS},
+                {H, I, KERN_LINEAR_NONE},       {H, I, KERN_LINEAR_BIAS_GELU},
+                {I, H, KERN_LINEAR_BIAS},       {H, H, KERN_LINEAR_BIAS_ADD_LN},
+                {I, H, KERN_LINEAR_BIAS_ADD_LN}};
+            static const char *gn[kGemms] = {"linear qkv",       "linear out",  "linear ffn1",
+                                             "linear ffn1+gelu", "linear ffn2", "linear out+ln",
+                                             "linear ffn2+ln"};
+            const kern_linear_ln_t ln = {.residual = h32,
+                                         .gamma = g,
+                                         .beta = g,
+                                         .eps = 1e-12f,
+                                         .out_f32 = h32,
+                                         .scratch = hb};
+            for (int k = 0; k < kGemms; k++) {
                 kern_linear_plan_t *p = NULL;
-                const uint16_t *wk = k == 4 ? w2 : w1;
+                const uint16_t *wk = gemm[k][0] == I ? w2 : w1;
+                const kern_linear_ln_t *lk = gemm[k][2] == KERN_LINEAR_BIAS_ADD_LN ? &ln : NULL;
                 S_OK(kern_linear_plan_new(lt, T, gemm[k][0], gemm[k][1],
                                           (kern_linear_epilogue_t)gemm[k][2], ws_bytes, 0, &p,
                                           &e_));
-                S_OK(kern_linear_plan_tune(lt, p, y, x, wk, b, ws, ws_bytes, st, NULL, &e_));
+                S_OK(kern_linear_plan_tune(lt, p, y, x, wk, b, lk, ws, ws_bytes, st, NULL, &e_));
                 printf("%s T=%d %s: %s\n", names[m], (int)T, gn[k], kern_linear_plan_describe(p));
                 S_TIME(L("linear"), 2.0 * T * gemm[k][0] * gemm[k][1] / 1e3, "TFLOP/s",
-                       S_OK(kern_linear_cuda(lt, p, y, x, wk, b, ws, ws_bytes, st, &e_)));
+                       S_OK(kern_linear_cuda(lt, p, y, x, wk, b, lk, ws, ws_bytes, st, &e_)));
                 snprintf(rows[n_rows - 1].name, sizeof rows[0].name, "%s T=%d %s", names[m], (int)T,
                          gn[k]);
                 kern_linear_plan_destroy(&p);

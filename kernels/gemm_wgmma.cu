@@ -27,6 +27,16 @@
  * the fp32 tiles go to shared memory (the drained ring) and, after a cluster barrier, CTA r sums
  * rows [r BM/S, (r+1) BM/S) over the S tiles in rank order (distributed shared memory):
  * deterministic, no atomics, no workspace (as gemm_mma.cu).
+ * LayerNorm epilogue (the "ln" configurations, epilogue 3: y = LayerNorm(x W^T + b + residual)
+ * gamma + beta, BERT's post-LN sublayer end): one tile per CTA, and a cluster, sized at launch,
+ * of the row block's N / BN column tiles (x split-K ranks, <= 16 CTAs). The idle producer warps
+ * stage bias, gamma and beta (before the PDL wait) and the residual tile (cp.async, after it)
+ * into shared memory while the main loop runs. Each CTA then adds bias and residual to its fp32
+ * tile, computes per row the sum and the squared deviations over its BN columns (8 lanes per
+ * row), pushes them into every peer's shared memory, and after one cluster barrier combines the
+ * row's partials (Chan et al.'s pairwise update) into the mean and variance over all N columns,
+ * normalises and stores its own columns (bf16, and fp32 for an fp32 residual stream). This
+ * removes the LayerNorm kernel and the bf16 round trip of the GEMM output between them.
  * PDL: the producer issues the weight halves of the first stages before kern::pdl_wait() (no
  * kernel writes W), x only after it; every thread waits before it stores anything.
  * Requires in % 8 == 0, out % 8 == 0, 16-byte aligned x, w, y. Stream: the caller's. Tested by
@@ -46,7 +56,7 @@ namespace cg = cooperative_groups;
 
 constexpr int kBK = 64; /* one 128-byte swizzle row of bf16 */
 
-template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP> struct Cfg {
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN> struct Cfg {
     /* cooperative: the NC groups split a tile's rows; ping-pong (PP): each owns whole tiles */
     static constexpr int kBM = 64 * MI * (PP ? 1 : NC);
     static constexpr int kThreads = 128 * (NC + 1);
@@ -55,18 +65,23 @@ template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP> struct Cfg {
     static constexpr int kAcc = MI * BN / 2; /* fp32 accumulators per thread */
     static constexpr int kCS = BN + 4;       /* split staging row stride (floats) */
     static constexpr size_t kRing = (size_t)STAGES * kStageBytes;
-    /* split-K: the fp32 partial tile, in the drained ring; else the bf16 output tile, after it */
-    static constexpr size_t kStaging = SPLIT > 1 ? (size_t)kBM *kCS * 4 : 0;
-    static constexpr size_t kOut = SPLIT > 1 ? 0 : (size_t)NC * 64 * MI *BN * 2;
+    /* one tile per CTA (split-K, LayerNorm): the fp32 tile, in the drained ring; else (TMA
+     * store) the bf16 output tile, after the ring */
+    static constexpr bool kOneTile = SPLIT > 1 || LN;
+    static constexpr size_t kStaging = kOneTile ? (size_t)kBM * kCS * 4 : 0;
+    static constexpr size_t kOut = kOneTile ? 0 : (size_t)NC * 64 * MI * BN * 2;
     /* + 1 KiB to align the ring to 1024 bytes (the swizzle atom) */
-    static constexpr size_t kSmem = (kRing > kStaging ? kRing : kStaging) + kOut + 1024;
+    /* LayerNorm: this CTA's rows of the residual tile (fp32, or bf16 in the first half),
+     * prefetched during the main loop */
+    static constexpr size_t kResid = LN ? (size_t)(kBM / SPLIT) * BN * 4 : 0;
+    static constexpr size_t kSmem = (kRing > kStaging ? kRing : kStaging) + kOut + kResid + 1024;
     static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma N: 64 to 256");
     static_assert(kBM <= 256 && BN <= 256, "TMA box: at most 256 rows");
     static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "stages stay 1024-aligned");
     static_assert(kSmem <= 227 * 1024, "shared memory per block");
     static_assert(!PP || (NC == 2 && SPLIT == 1), "ping-pong: two consumer groups, no split");
-    static_assert(SPLIT == 1 || (!PP && kBM % SPLIT == 0 && (kThreads - 128) % (BN / 8) == 0),
-                  "split epilogue: whole rows per rank, one column chunk per thread");
+    static_assert(SPLIT == 1 || (!PP && kBM % SPLIT == 0), "split epilogue: whole rows per rank");
+    static_assert(!LN || (!PP && BN % 64 == 0), "LayerNorm: cooperative, 64-column lane steps");
 };
 
 /* ---- PTX wrappers: mbarrier, TMA, wgmma ---- */
@@ -234,6 +249,40 @@ __device__ __forceinline__ void epilogue2(float &v0, float &v1, const uint16_t *
     }
 }
 
+/* Rows t >= n_live of the residual stream are neither read nor written (n_rows: the batch's
+ * tokens inside the bucket's n rows). After the PDL wait. */
+__device__ __forceinline__ int32_t live_rows(const kern_linear_ln_t &ln, int32_t n) {
+    return ln.n_rows ? min(n, *ln.n_rows) : n;
+}
+
+/* 16-byte asynchronous copy global -> shared; bytes < 16 fills the rest with zeros */
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, uint32_t bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
+                 : "memory");
+}
+
+/* Threads i = 0 .. 95 (warps 1-3, idle otherwise) copy rows [r0, r0 + kRows) x columns
+ * [c0, c0 + BN) of the residual (fp32 or bf16) into the dense [rows][BN] tile at dst; rows past
+ * the live ones read as zeros. One commit group, waited for by the epilogue. */
+template <int kRows, int BN>
+__device__ __forceinline__ void prefetch_residual(uint32_t dst, const kern_linear_ln_t &ln,
+                                                  int32_t n, int32_t N, int32_t r0, int32_t c0,
+                                                  int ct) {
+    const int32_t n_live = live_rows(ln, n);
+    const int esz = ln.residual ? 4 : 2, per_row = BN * esz / 16; /* 16-byte chunks */
+    const unsigned char *base = ln.residual
+                                    ? reinterpret_cast<const unsigned char *>(ln.residual)
+                                    : reinterpret_cast<const unsigned char *>(ln.residual_bf16);
+    for (int i = ct; i < kRows * per_row; i += 96) {
+        const int r = i / per_row, k = i % per_row;
+        const int32_t gr = r0 + r;
+        const bool live = gr < n_live;
+        const unsigned char *src = base + ((int64_t)(live ? gr : 0) * N + c0) * esz + k * 16;
+        cp_async16(dst + (uint32_t)(r * per_row + k) * 16u, src, live ? 16u : 0u);
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
 /* Rows and columns of output tile `tile` (column tiles fastest: CTAs running side by side share
  * x's rows in L2). */
 template <int BM, int BN>
@@ -243,12 +292,12 @@ __device__ __forceinline__ void tile_origin(int32_t tile, int32_t n_col_tiles, i
     col0 = tile % n_col_tiles * BN;
 }
 
-template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
-__device__ __forceinline__ void gemm_body(const CUtensorMap *tx, const CUtensorMap *tw,
-                                          const CUtensorMap *ty, uint16_t *__restrict__ y,
-                                          const uint16_t *__restrict__ b, int32_t n, int32_t K,
-                                          int32_t N, int epi) {
-    using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP>;
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN>
+__device__ __forceinline__ void
+gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
+          uint16_t *__restrict__ y, const uint16_t *__restrict__ b, const kern_linear_ln_t &ln,
+          int32_t n, int32_t K, int32_t N, int epi) {
+    using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP, LN>;
     constexpr int BM = C::kBM;
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
@@ -258,13 +307,13 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap *tx, const CUtensorM
     unsigned char *ring_ptr = smem_raw + (ring - raw);
     const int wg = (int)threadIdx.x / 128, t128 = (int)threadIdx.x % 128;
     const int32_t n_col_tiles = (N + BN - 1) / BN, n_tiles = n_col_tiles * ((n + BM - 1) / BM);
-    int rank = 0;
-    if constexpr (SPLIT > 1)
-        rank = (int)cg::this_cluster().block_rank();
+    const int rank = (int)blockIdx.z; /* the K range (split-K: gridDim.z == SPLIT) */
     const int32_t nk = (K + kBK - 1) / kBK;
     const int32_t kt0 = (int32_t)((int64_t)rank * nk / SPLIT),
                   kt1 = (int32_t)((int64_t)(rank + 1) * nk / SPLIT);
     const int32_t my_nk = kt1 - kt0;
+    /* LayerNorm: bias, gamma, beta of the tile's columns (staged with the residual, below) */
+    __shared__ float ln_par[LN ? 3 : 1][LN ? BN : 1];
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -283,7 +332,7 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap *tx, const CUtensorM
     /* Three warp groups hold 65536 / 384 = 168 registers each: the producer gives most of its
      * share to the consumers, whose 96-128 accumulators would otherwise spill (192 spill even
      * at 232 registers: no such configuration). */
-    constexpr bool kRebalance = NC == 2 && C::kAcc >= 96;
+    constexpr bool kRebalance = NC == 2 && C::kAcc >= 96 && !LN;
     if (wg == 0) {
         if constexpr (kRebalance)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -324,8 +373,26 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap *tx, const CUtensorM
                 kern::pdl_trigger();
             }
         } else {
+            if constexpr (LN)
+                if (t128 >= 32) {
+                    /* warps 1-3 stage the epilogue's operands off the consumers' path: the
+                     * LayerNorm parameters (weights) before the PDL wait, the residual after it
+                     * (it arrives while the main loop runs) */
+                    const int32_t c0 = (int32_t)blockIdx.x % n_col_tiles * BN;
+                    for (int c = t128 - 32; c < BN; c += 96) {
+                        ln_par[0][c] = kern::bf2f(b[c0 + c]);
+                        ln_par[1][c] = ln.gamma[c0 + c];
+                        ln_par[2][c] = ln.beta[c0 + c];
+                    }
+                }
             kern::pdl_wait();
             kern::pdl_trigger();
+            if constexpr (LN)
+                if (t128 >= 32)
+                    prefetch_residual<BM / SPLIT, BN>(
+                        ring + (uint32_t)(C::kRing > C::kStaging ? C::kRing : C::kStaging), ln, n,
+                        N, (int32_t)blockIdx.x / n_col_tiles * BM + rank * (BM / SPLIT),
+                        (int32_t)blockIdx.x % n_col_tiles * BN, t128 - 32);
         }
     } else {
         if constexpr (kRebalance)
@@ -380,7 +447,7 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap *tx, const CUtensorM
             if constexpr (PP) /* the other group's turn, if it has a tile j + 1 */
                 if ((int64_t)blockIdx.x + (int64_t)(j + 1) * gridDim.x < n_tiles)
                     turn_give(wg);
-            if constexpr (SPLIT == 1) {
+            if constexpr (!C::kOneTile) {
                 /* The epilogue: bias, GELU, bf16 into this group's staging tile (64 MI rows, BN /
                  * 64 blocks of [64 MI][64] bf16, 128-byte swizzled: chunk j of row r at j ^ (r %
                  * 8), which also keeps the warp's 8-row stores free of bank conflicts), then TMA
@@ -427,13 +494,18 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap *tx, const CUtensorM
                                   row0 + (PP ? 0 : (wg - 1) * MI * 64));
             }
         }
-        if constexpr (SPLIT == 1)
+        if constexpr (!C::kOneTile)
             if (t128 == 0)
                 bulk_wait_all<false>(); /* y is complete before the grid is */
     }
 
-    if constexpr (SPLIT > 1) {
-        /* one tile per CTA (grid x = the tile count); the ring is drained once all are here */
+    if constexpr (C::kOneTile) {
+        /* One tile per CTA (grid x = the tile count): the accumulators go to an fp32 tile in the
+         * drained ring. Split-K: the cluster's SPLIT CTAs along z hold the partial tiles of one
+         * output tile; CTA z sums rows [z BM/S, (z+1) BM/S) over them in rank order (distributed
+         * shared memory: deterministic, no atomics, no workspace), in place (no other CTA reads
+         * those rows of it). LayerNorm: the cluster also spans the row block's CN = N / BN
+         * column tiles along x (CTA rank x + CN z), and the epilogue is the sublayer end. */
         int32_t row0, col0;
         tile_origin<BM, BN>((int32_t)blockIdx.x, n_col_tiles, row0, col0);
         const int warp = t128 / 32, lane = t128 % 32;
@@ -451,76 +523,236 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap *tx, const CUtensorM
                         const float *p = d + mi * (BN / 2) + 4 * g + 2 * h;
                         *reinterpret_cast<float2 *>(Cs + r * C::kCS + c) = make_float2(p[0], p[1]);
                     }
-        cg::this_cluster().sync(); /* every rank's partial tile is visible cluster-wide */
+        cg::cluster_group cluster = cg::this_cluster();
+        const int cn = LN ? (int)cluster.dim_blocks().x : 1, cx = LN ? (int)blockIdx.x % cn : 0;
         constexpr int kRows = BM / SPLIT, kChunks = BN / 8;
         const int ct = (int)threadIdx.x - 128; /* consumer thread index */
-        if (ct >= 0) {
-            const int c = (ct % kChunks) * 8;
-            for (int idx = ct; idx < kRows * kChunks; idx += C::kThreads - 128) {
-                const int r = rank * kRows + idx / kChunks;
-                const int32_t gr = row0 + r, gc = col0 + c;
-                if (gr >= n || gc >= N)
-                    continue;
-                float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        if constexpr (SPLIT > 1) {
+            cluster.sync(); /* every rank's partial tile is visible cluster-wide */
+            if (ct >= 0) {
+                for (int idx = ct; idx < kRows * kChunks; idx += C::kThreads - 128) {
+                    const int r = rank * kRows + idx / kChunks, c = idx % kChunks * 8;
+                    const int32_t gr = row0 + r, gc = col0 + c;
+                    if (!LN && (gr >= n || gc >= N))
+                        continue;
+                    float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-                for (int s = 0; s < SPLIT; s++) { /* rank order: the same sum on every run */
-                    const float *src = cg::this_cluster().map_shared_rank(Cs, s) + r * C::kCS + c;
-                    const float4 p = *reinterpret_cast<const float4 *>(src),
-                                 q = *reinterpret_cast<const float4 *>(src + 4);
-                    v[0] += p.x, v[1] += p.y, v[2] += p.z, v[3] += p.w;
-                    v[4] += q.x, v[5] += q.y, v[6] += q.z, v[7] += q.w;
+                    for (int s = 0; s < SPLIT; s++) { /* rank order: the same sum every run */
+                        const float *src =
+                            cluster.map_shared_rank(Cs, cx + s * cn) + r * C::kCS + c;
+                        const float4 p = *reinterpret_cast<const float4 *>(src),
+                                     q = *reinterpret_cast<const float4 *>(src + 4);
+                        v[0] += p.x, v[1] += p.y, v[2] += p.z, v[3] += p.w;
+                        v[4] += q.x, v[5] += q.y, v[6] += q.z, v[7] += q.w;
+                    }
+                    if constexpr (LN) {
+                        float *dst = Cs + r * C::kCS + c;
+                        *reinterpret_cast<float4 *>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+                        *reinterpret_cast<float4 *>(dst + 4) = make_float4(v[4], v[5], v[6], v[7]);
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < 8; e += 2)
+                            epilogue2(v[e], v[e + 1], b, gc + e, epi);
+                        kern::store_bf16<8>(y + (int64_t)gr * N + gc, v);
+                    }
                 }
-#pragma unroll
-                for (int e = 0; e < 8; e += 2)
-                    epilogue2(v[e], v[e + 1], b, gc + e, epi);
-                kern::store_bf16<8>(y + (int64_t)gr * N + gc, v);
             }
         }
-        cg::this_cluster().sync(); /* no CTA leaves while another still reads its tile */
+        if constexpr (LN) {
+            /* The sublayer end over this CTA's rows [rank kRows, + kRows) and BN columns, by all
+             * its threads: 8 lanes per row, lane g = lane % 8 holding columns 64 j + 8 g .. + 7
+             * (so a row's reductions take 3 shuffles and a warp works on 4 rows at once; with a
+             * warp per row the serial shuffle chains dominated the kernel). v = tile + bias +
+             * residual (prefetched; back into the tile); the row's sum and squared deviations
+             * over the BN columns go to stats; after a cluster barrier each row's CN partials
+             * combine (Chan et al.) into the mean and variance over all N columns. */
+            /* the most column tiles per cluster (a float2 per row and peer; valid() agrees) */
+            constexpr int kMaxCN = BM == 64 ? 16 : 8, kJ = BN / 64, kWarps = C::kThreads / 32,
+                          kQuads = kRows / 4;
+            /* [peer x][row]: every CTA pushes its rows' partials into each peer's array (remote
+             * stores, released by the one cluster barrier), so each reads only its own shared
+             * memory afterwards and no exit barrier is needed (the push replaced a pull, which
+             * cost a second barrier and the remote loads' latency) */
+            __shared__ float2 stats[kMaxCN][kRows];
+            static_assert(kRows % 4 == 0, "whole row quads");
+            const int32_t n_live = live_rows(ln, n);
+            const int wi = (int)threadIdx.x / 32, g = lane % 8;
+            const unsigned char *resid =
+                ring_ptr + (C::kRing > C::kStaging ? C::kRing : C::kStaging);
+            const bool r32 = ln.residual != nullptr;
+            asm volatile("cp.async.wait_all;\n" ::: "memory");
+            __syncthreads(); /* the reduced rows (split-K), residual and parameters are in place */
+            for (int q = wi; q < kQuads; q += kWarps) {
+                const int rr = 4 * q + lane / 8, r = rank * kRows + rr;
+                float v[8 * kJ], sum = 0.f;
+#pragma unroll
+                for (int j = 0; j < kJ; j++) {
+                    const int c = 64 * j + 8 * g;
+                    float *t = Cs + r * C::kCS + c;
+                    float rs[8];
+                    if (r32) {
+                        const float4 *p4 =
+                            reinterpret_cast<const float4 *>(resid + ((size_t)rr * BN + c) * 4);
+                        const float4 a = p4[0], e = p4[1];
+                        rs[0] = a.x, rs[1] = a.y, rs[2] = a.z, rs[3] = a.w;
+                        rs[4] = e.x, rs[5] = e.y, rs[6] = e.z, rs[7] = e.w;
+                    } else {
+                        const uint4 h =
+                            *reinterpret_cast<const uint4 *>(resid + ((size_t)rr * BN + c) * 2);
+                        const uint32_t hw[4] = {h.x, h.y, h.z, h.w};
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            rs[2 * e] = kern::bf2f((uint16_t)(hw[e] & 0xffffu));
+                            rs[2 * e + 1] = kern::bf2f((uint16_t)(hw[e] >> 16));
+                        }
+                    }
+                    const float4 t0 = reinterpret_cast<const float4 *>(t)[0],
+                                 t1 = reinterpret_cast<const float4 *>(t)[1];
+                    const float tv[8] = {t0.x, t0.y, t0.z, t0.w, t1.x, t1.y, t1.z, t1.w};
+#pragma unroll
+                    for (int e = 0; e < 8; e++) {
+                        v[8 * j + e] = tv[e] + ln_par[0][c + e] + rs[e];
+                        sum += v[8 * j + e];
+                    }
+                    reinterpret_cast<float4 *>(t)[0] =
+                        make_float4(v[8 * j], v[8 * j + 1], v[8 * j + 2], v[8 * j + 3]);
+                    reinterpret_cast<float4 *>(t)[1] =
+                        make_float4(v[8 * j + 4], v[8 * j + 5], v[8 * j + 6], v[8 * j + 7]);
+                }
+#pragma unroll
+                for (int o = 1; o < 8; o *= 2)
+                    sum += __shfl_xor_sync(0xffffffffu, sum, o);
+                const float mean = sum / (float)BN;
+                float m2 = 0.f;
+#pragma unroll
+                for (int e = 0; e < 8 * kJ; e++)
+                    m2 += (v[e] - mean) * (v[e] - mean);
+#pragma unroll
+                for (int o = 1; o < 8; o *= 2)
+                    m2 += __shfl_xor_sync(0xffffffffu, m2, o);
+#pragma unroll
+                for (int k = 0; k < kMaxCN / 8; k++)
+                    if (g + 8 * k < cn)
+                        *cluster.map_shared_rank(&stats[cx][rr], g + 8 * k + rank * cn) =
+                            make_float2(sum, m2);
+            }
+            cluster.sync(); /* every CTA's partial statistics are visible cluster-wide */
+            for (int q = wi; q < kQuads; q += kWarps) {
+                const int rr = 4 * q + lane / 8, r = rank * kRows + rr;
+                const int32_t gr = row0 + r;
+                float2 st[kMaxCN / 8]; /* peers g, g + 8 */
+#pragma unroll
+                for (int k = 0; k < kMaxCN / 8; k++)
+                    st[k] = g + 8 * k < cn ? stats[g + 8 * k][rr] : make_float2(0.f, 0.f);
+                float sum = 0.f;
+#pragma unroll
+                for (int k = 0; k < kMaxCN / 8; k++)
+                    sum += st[k].x;
+#pragma unroll
+                for (int o = 1; o < 8; o *= 2)
+                    sum += __shfl_xor_sync(0xffffffffu, sum, o);
+                const float mean = sum / (float)N;
+                float m2 = 0.f;
+#pragma unroll
+                for (int k = 0; k < kMaxCN / 8; k++)
+                    if (g + 8 * k < cn) {
+                        const float dm = st[k].x / (float)BN - mean;
+                        m2 += st[k].y + (float)BN * dm * dm;
+                    }
+#pragma unroll
+                for (int o = 1; o < 8; o *= 2)
+                    m2 += __shfl_xor_sync(0xffffffffu, m2, o);
+                const float rstd = rsqrtf(m2 / (float)N + ln.eps);
+                if (gr >= n_live)
+                    continue;
+#pragma unroll
+                for (int j = 0; j < kJ; j++) {
+                    const int c = 64 * j + 8 * g;
+                    const float *t = Cs + r * C::kCS + c;
+                    float o8[8];
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        o8[e] = (t[e] - mean) * rstd * ln_par[1][c + e] + ln_par[2][c + e];
+                    const int64_t o = (int64_t)gr * N + col0 + c;
+                    kern::store_bf16<8>(y + o, o8);
+                    if (ln.out_f32) {
+                        float4 *d4 = reinterpret_cast<float4 *>(ln.out_f32 + o);
+                        d4[0] = make_float4(o8[0], o8[1], o8[2], o8[3]);
+                        d4[1] = make_float4(o8[4], o8[5], o8[6], o8[7]);
+                    }
+                }
+            }
+        }
+        if constexpr (!LN) /* no CTA leaves while another still reads its partial tile (with
+                            * LayerNorm the statistics barrier, after every read, does that) */
+            cluster.sync();
     }
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* empty for other archs */
+#define EMBER_GEMM_BODY(LN)                                                                        \
+    gemm_body<NC, MI, BN, STAGES, SPLIT, PP, LN>(&tx, &tw, &ty, y, b, ln, n, K, N, epi)
+#else
+#define EMBER_GEMM_BODY(LN) (void)0
+#endif
 
 template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
 __global__ void __launch_bounds__(128 * (NC + 1))
     k_gemm(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
            const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
-           const uint16_t *__restrict__ b, int32_t n, int32_t K, int32_t N, int epi) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* empty for other archs */
-    gemm_body<NC, MI, BN, STAGES, SPLIT, PP>(&tx, &tw, &ty, y, b, n, K, N, epi);
-#endif
+           const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
+           int32_t N, int epi) {
+    EMBER_GEMM_BODY(false);
 }
 
 template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
 __global__ void __cluster_dims__(1, 1, SPLIT) __launch_bounds__(128 * (NC + 1))
     k_gemm_split(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                  const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
-                 const uint16_t *__restrict__ b, int32_t n, int32_t K, int32_t N, int epi) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* empty for other archs */
-    gemm_body<NC, MI, BN, STAGES, SPLIT, PP>(&tx, &tw, &ty, y, b, n, K, N, epi);
-#endif
+                 const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
+                 int32_t N, int epi) {
+    EMBER_GEMM_BODY(false);
 }
 
+/* The sublayer end fused: launched in clusters of (N / BN, 1, SPLIT), set at launch. */
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
+__global__ void __launch_bounds__(128 * (NC + 1))
+    k_gemm_ln(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
+              const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
+              const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
+              int32_t N, int epi) {
+    EMBER_GEMM_BODY(true);
+}
+#undef EMBER_GEMM_BODY
+
 typedef void (*kernel_t)(CUtensorMap, CUtensorMap, CUtensorMap, uint16_t *, const uint16_t *,
-                         int32_t, int32_t, int32_t, int);
+                         kern_linear_ln_t, int32_t, int32_t, int32_t, int);
 
 struct Entry {
     const char *name;
     kernel_t kernel;
     int bm, bn, threads, split;
+    bool ln;      /* fuses the sublayer end (epilogue 3 only) */
     int out_rows; /* the rows of one consumer group's output store (64 MI) */
     size_t smem;
     int32_t min_n, max_n; /* the rows at which the tuner times it */
 };
 
-template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP = false>
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP = false, bool LN = false>
 constexpr Entry entry(const char *name, int32_t min_n, int32_t max_n) {
-    using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP>;
+    using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP, LN>;
     kernel_t k;
-    if constexpr (SPLIT > 1)
+    if constexpr (LN)
+        k = k_gemm_ln<NC, MI, BN, STAGES, SPLIT, PP>;
+    else if constexpr (SPLIT > 1)
         k = k_gemm_split<NC, MI, BN, STAGES, SPLIT, PP>;
     else
         k = k_gemm<NC, MI, BN, STAGES, SPLIT, PP>;
-    return Entry{name, k, C::kBM, BN, C::kThreads, SPLIT, 64 * MI, C::kSmem, min_n, max_n};
+    return Entry{name, k, C::kBM, BN, C::kThreads, SPLIT, LN, 64 * MI, C::kSmem, min_n, max_n};
+}
+template <int NC, int MI, int BN, int STAGES, int SPLIT>
+constexpr Entry entry_ln(const char *name, int32_t min_n, int32_t max_n) {
+    return entry<NC, MI, BN, STAGES, SPLIT, false, true>(name, min_n, max_n);
 }
 
 /* Small n: 64-row tiles, split-K to fill the GPU while W streams through once. Large n: 128- and
@@ -538,8 +770,18 @@ const Entry kConfigs[] = {
     entry<2, 2, 128, 4, 1, true>("wgmma 128x128 s4 pingpong", 512, 1 << 30),
     entry<2, 1, 192, 5, 1, true>("wgmma 64x192 s5 pingpong", 512, 1 << 30),
     entry<2, 1, 256, 4, 1, true>("wgmma 64x256 s4 pingpong", 512, 1 << 30),
+    /* the sublayer end fused (clusters over a row block's column tiles, <= 16 CTAs) */
+    entry_ln<1, 1, 64, 8, 1>("wgmma 64x64 s8 ln", 1, 1024),
+    entry_ln<1, 1, 64, 8, 2>("wgmma 64x64 s8 ln splitk2", 1, 512),
+    entry_ln<1, 1, 128, 6, 1>("wgmma 64x128 s6 ln", 1, 2048),
+    entry_ln<1, 1, 128, 6, 2>("wgmma 64x128 s6 ln splitk2", 1, 512),
+    entry_ln<1, 1, 128, 6, 4>("wgmma 64x128 s6 ln splitk4", 1, 512),
+    entry_ln<1, 1, 192, 5, 2>("wgmma 64x192 s5 ln splitk2", 1, 512),
+    entry_ln<1, 1, 192, 5, 4>("wgmma 64x192 s5 ln splitk4", 1, 512),
+    entry_ln<2, 1, 128, 4, 1>("wgmma 128x128 s4 ln", 256, 1 << 30),
 };
 constexpr int32_t kNConfigs = (int32_t)(sizeof kConfigs / sizeof *kConfigs);
+static_assert(kNConfigs <= 64, "g_cluster_ok has 64 rows");
 
 /* The driver's cuTensorMapEncodeTiled, found through the runtime (no libcuda link). */
 PFN_cuTensorMapEncodeTiled_v12000 g_encode = nullptr;
@@ -584,6 +826,42 @@ int s_encode(CUtensorMap *m, const uint16_t *p, int32_t rows, int32_t K, int box
     return 0;
 }
 
+/* Whether clusters of `size` CTAs of config (<= 16, non-portable above 8) can be resident on
+ * this device at all; asked once per (config, size) and kept (0 unknown, 1 yes, 2 no). Needs
+ * the kernel's attributes, so it sets them (host-side, not stream-ordered). */
+std::atomic<int> g_cluster_ok[64][17];
+
+bool s_cluster_fits(int32_t config, int size) {
+    const Entry &e = kConfigs[config];
+    std::atomic<int> &known = g_cluster_ok[config][size];
+    int v = known.load(std::memory_order_relaxed);
+    if (v == 0) {
+        int clusters = 0;
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = (unsigned)size;
+        attr.val.clusterDim.y = 1;
+        attr.val.clusterDim.z = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3((unsigned)size);
+        cfg.blockDim = dim3((unsigned)e.threads);
+        cfg.dynamicSmemBytes = e.smem;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        const bool ok =
+            cudaFuncSetAttribute(e.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)e.smem) == cudaSuccess &&
+            cudaFuncSetAttribute(e.kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
+                cudaSuccess &&
+            cudaOccupancyMaxActiveClusters(&clusters, e.kernel, &cfg) == cudaSuccess &&
+            clusters > 0;
+        (void)cudaGetLastError(); /* a refusal here is an answer, not a sticky error */
+        v = ok ? 1 : 2;
+        known.store(v, std::memory_order_relaxed);
+    }
+    return v == 1;
+}
+
 } // namespace
 
 int32_t kern_gemm_wgmma_count(void) {
@@ -594,13 +872,24 @@ const char *kern_gemm_wgmma_name(int32_t config) {
     return config >= 0 && config < kNConfigs ? kConfigs[config].name : NULL;
 }
 
+bool kern_gemm_wgmma_fuses_ln(int32_t config) {
+    return config >= 0 && config < kNConfigs && kConfigs[config].ln;
+}
+
 bool kern_gemm_wgmma_valid(int32_t config, int32_t n, int32_t in, int32_t out) {
     if (config < 0 || config >= kNConfigs || n < 1 || in < 8 || out < 8 || in % 8 || out % 8)
         return false;
+    const Entry &e = kConfigs[config];
     const int32_t nk = (in + kBK - 1) / kBK; /* a split needs 2 K tiles per rank */
-    if (kConfigs[config].split > 1 && nk < 2 * kConfigs[config].split)
+    if (e.split > 1 && nk < 2 * e.split)
         return false;
-    return s_device_ok();
+    /* LayerNorm: whole rows in one cluster of out / BN x split CTAs */
+    if (e.ln &&
+        (out % e.bn != 0 || out / e.bn * e.split > 16 || out / e.bn > (e.bm == 64 ? 16 : 8)))
+        return false;
+    if (!s_device_ok())
+        return false;
+    return !e.ln || s_cluster_fits(config, out / e.bn * e.split);
 }
 
 bool kern_gemm_wgmma_worth(int32_t config, int32_t n) {
@@ -628,19 +917,34 @@ int kern_gemm_wgmma_prepare(int32_t config, com_error_t *err) {
     KERN_CUDA_TRY(
         cudaFuncSetAttribute(e.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)e.smem),
         err);
+    if (e.ln)
+        KERN_CUDA_TRY(
+            cudaFuncSetAttribute(e.kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), err);
     return 0;
 }
 
 int kern_gemm_wgmma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x, const uint16_t *w,
-                         const uint16_t *b, int32_t n, int32_t in, int32_t out, cudaStream_t stream,
-                         com_error_t *err) {
-    if (!kern_gemm_wgmma_valid(config, n, in, out) || epi < 0 || epi > 2 || !y || !x || !w ||
-        (epi >= 1 && !b) || !kern::aligned16(y) || !kern::aligned16(x) || !kern::aligned16(w) ||
-        !g_encode)
+                         const uint16_t *b, const kern_linear_ln_t *ln, int32_t n, int32_t in,
+                         int32_t out, cudaStream_t stream, com_error_t *err) {
+    const bool fuses_ln = kern_gemm_wgmma_fuses_ln(config);
+    if (!kern_gemm_wgmma_valid(config, n, in, out) || epi < 0 || epi > 3 ||
+        (epi == 3) != fuses_ln || !y || !x || !w || (epi >= 1 && !b) || !kern::aligned16(y) ||
+        !kern::aligned16(x) || !kern::aligned16(w) || !g_encode)
         return com_error_set(err, COM_EINVAL,
                              "gemm_wgmma: config %d, %dx%dx%d, epilogue %d: unsupported shape, "
-                             "unaligned pointers or not prepared",
+                             "epilogue, unaligned pointers or not prepared",
                              (int)config, (int)n, (int)in, (int)out, epi);
+    kern_linear_ln_t lnv = {};
+    if (epi == 3) {
+        /* 16-byte accesses (cp.async of the residual, vector stores) */
+        if (!ln || !ln->gamma || !ln->beta || (!ln->residual == !ln->residual_bf16) ||
+            !kern::aligned16(ln->residual) || !kern::aligned16(ln->residual_bf16) ||
+            !kern::aligned16(ln->out_f32) || !(ln->eps >= 0.f))
+            return com_error_set(err, COM_EINVAL,
+                                 "gemm_wgmma: LayerNorm epilogue: needs gamma, beta, exactly one "
+                                 "residual, 16-byte aligned residual and out_f32, and eps >= 0");
+        lnv = *ln;
+    }
     const Entry &e = kConfigs[config];
     CUtensorMap tx, tw, ty;
     int rc = s_encode(&tx, x, n, in, e.bm, err);
@@ -650,15 +954,19 @@ int kern_gemm_wgmma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x
         rc = s_encode(&ty, y, n, out, e.out_rows, err);
     if (rc != 0)
         return rc;
-    /* split-K: one CTA per tile and rank; otherwise persistent, at most one CTA per SM */
-    const int32_t tiles = ((out + e.bn - 1) / e.bn) * ((n + e.bm - 1) / e.bm);
+    /* split-K and LayerNorm: one CTA per tile and rank; otherwise persistent, at most one CTA
+     * per SM */
+    const int32_t col_tiles = (out + e.bn - 1) / e.bn, tiles = col_tiles * ((n + e.bm - 1) / e.bm);
     int dev = 0;
     KERN_CUDA_TRY(cudaGetDevice(&dev), err); /* valid: 0 <= dev < 64, its SM count is known */
     const int32_t sms = g_device_sms[dev].load(std::memory_order_relaxed);
-    const int32_t ctas = e.split > 1 || tiles < sms ? tiles : sms;
+    const int32_t ctas = e.split > 1 || e.ln || tiles < sms ? tiles : sms;
     const dim3 grid((unsigned)ctas, 1u, (unsigned)e.split);
-    KERN_CUDA_TRY(kern::launch(e.kernel, grid, dim3((unsigned)e.threads), e.smem, stream, tx, tw,
-                               ty, y, b, n, in, out, epi),
+    /* LayerNorm: a row block's column tiles and K ranges form one cluster (split-K alone has
+     * its cluster shape compiled in) */
+    const dim3 cluster = e.ln ? dim3((unsigned)col_tiles, 1u, (unsigned)e.split) : dim3(1, 1, 1);
+    KERN_CUDA_TRY(kern::launch_cluster(e.kernel, grid, cluster, dim3((unsigned)e.threads), e.smem,
+                                       stream, tx, tw, ty, y, b, lnv, n, in, out, epi),
                   err);
     return 0;
 }

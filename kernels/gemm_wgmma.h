@@ -7,6 +7,7 @@
 #define EMBER_KERNELS_GEMM_WGMMA_H
 
 #include "kernels/kern_cuda.h"
+#include "kernels/linear.h"
 
 int32_t kern_gemm_wgmma_count(void);
 const char *kern_gemm_wgmma_name(int32_t config);
@@ -18,10 +19,17 @@ bool kern_gemm_wgmma_worth(int32_t config, int32_t n);
 /* Host-side set-up (shared-memory limit, the driver's tensor-map encoder); before the first
  * launch, outside graph capture. Returns 0, COM_EUNSUPPORTED or COM_EINTERNAL. */
 int kern_gemm_wgmma_prepare(int32_t config, com_error_t *err);
+/* true iff config is one of the configurations that fuse the sublayer end (epilogue 3,
+ * KERN_LINEAR_BIAS_ADD_LN): a cluster of the CTAs of one row block exchanges each row's
+ * LayerNorm statistics. These run only epilogue 3 and the others only 0-2. Their valid() also
+ * requires out % BN == 0 and at most 16 CTAs per cluster (out / BN x split). */
+bool kern_gemm_wgmma_fuses_ln(int32_t config);
 /* As kern_gemm_mma_cuda (epi 0 none, 1 bias, 2 bias + erf GELU; w and b read before the PDL
- * wait). Encodes the two tensor maps on the host (no device work), so it stays capture-safe. */
+ * wait), plus epi 3 (KERN_LINEAR_BIAS_ADD_LN) with ln's operands (ln->scratch unused), only for
+ * the configurations that fuse it; ln is ignored for epi 0-2. Encodes the tensor maps on the
+ * host (no device work), so it stays capture-safe. */
 int kern_gemm_wgmma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x, const uint16_t *w,
-                         const uint16_t *b, int32_t n, int32_t in, int32_t out, cudaStream_t stream,
-                         com_error_t *err);
+                         const uint16_t *b, const kern_linear_ln_t *ln, int32_t n, int32_t in,
+                         int32_t out, cudaStream_t stream, com_error_t *err);
 
 #endif

@@ -286,20 +286,41 @@ __device__ __forceinline__ void pdl_begin() {
  * attribute when kern_pdl_enabled() (so it may start while the previous kernel on the stream is
  * still running; see pdl_wait). Inside stream capture the attribute becomes a programmatic edge
  * of the graph. Returns the launch's cudaError_t. */
+/* As launch, in thread-block clusters of the given shape chosen at launch time (1 x 1 x 1: no
+ * cluster attribute; a kernel declared with __cluster_dims__ needs none). */
 template <typename... KArgs, typename... Args>
-static inline cudaError_t launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
-                                 cudaStream_t stream, Args &&...args) {
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+static inline cudaError_t launch_cluster(void (*kernel)(KArgs...), dim3 grid, dim3 cluster,
+                                         dim3 block, size_t smem, cudaStream_t stream,
+                                         Args &&...args) {
+    cudaLaunchAttribute attr[2];
+    unsigned n = 0;
+    if (kern_pdl_enabled()) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n].val.programmaticStreamSerializationAllowed = 1;
+        n++;
+    }
+    if (cluster.x * cluster.y * cluster.z > 1) {
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = cluster.x;
+        attr[n].val.clusterDim.y = cluster.y;
+        attr[n].val.clusterDim.z = cluster.z;
+        n++;
+    }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
-    cfg.numAttrs = kern_pdl_enabled() ? 1 : 0;
+    cfg.numAttrs = n;
     return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+template <typename... KArgs, typename... Args>
+static inline cudaError_t launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                 cudaStream_t stream, Args &&...args) {
+    return launch_cluster(kernel, grid, dim3(1, 1, 1), block, smem, stream,
+                          std::forward<Args>(args)...);
 }
 
 /* 16-byte aligned? */

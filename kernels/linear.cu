@@ -1,6 +1,6 @@
 /* kernels/linear.cu — dense layers on the GPU: a plan per (shape, epilogue) holding either a
- * cuBLASLt algorithm or one of our own tensor-core GEMM configurations (gemm_mma.cu); contract
- * in linear.h, plain-C reference kern_linear_ref beside it.
+ * cuBLASLt algorithm or one of our own tensor-core GEMM configurations (gemm_mma.cu,
+ * gemm_wgmma.cu); contract in linear.h, plain-C reference kern_linear_ref beside it.
  *
  * cuBLASLt: row-major y[n, out] = x[n, in] W[out, in]^T is, in cuBLASLt's column-major terms,
  * Y(out x n) = op_T(W: in x out, ld in) * X(in x n, ld in): the "TN" GEMM, the layout cuBLASLt's
@@ -10,6 +10,11 @@
  * erf GELU, so a cuBLASLt BIAS_GELU plan runs the BIAS GEMM and then kern_bias_gelu_cuda in
  * place (two roundings); our kernels fuse bias + erf GELU and round once. In-place split-K
  * (counters, order-dependent sums) is masked out, so every candidate is deterministic.
+ * BIAS_ADD_LN (the post-LN sublayer end) runs one of two ways: unfused, any algorithm with the
+ * bias epilogue writes the GEMM to ln->scratch (bf16) and kern_add_layernorm(_bf16)_cuda adds
+ * the residual and normalises into y; fused, one of gemm_wgmma.cu's LayerNorm configurations
+ * (kern_gemm_wgmma_fuses_ln) does it all in its epilogue. Those run nothing else, so which of our
+ * configurations a plan may use depends on its epilogue: s_own_valid, the one place that says so.
  * The heuristic runs once, in kern_linear_plan_new (start-up), which also sets up the
  * shared-memory limits of the configurations of ours the plan can ever launch (the one a
  * negative rank names; those the tuner may time, s_tunable); kern_linear_cuda only launches with
@@ -20,6 +25,7 @@
  * configurations, tuned; every epilogue); timed by bench_kernels_cuda ("linear ..." rows). */
 #include <stdlib.h>
 
+#include "kernels/add_layernorm.h"
 #include "kernels/bias_gelu.h"
 #include "kernels/gemm_mma.h"
 #include "kernels/gemm_wgmma.h"
@@ -42,7 +48,7 @@ struct kern_linear_plan {
 };
 
 static bool s_has_bias(kern_linear_epilogue_t e) {
-    return e == KERN_LINEAR_BIAS || e == KERN_LINEAR_BIAS_GELU;
+    return e == KERN_LINEAR_BIAS || e == KERN_LINEAR_BIAS_GELU || e == KERN_LINEAR_BIAS_ADD_LN;
 }
 
 /* Our configurations: gemm_mma.cu's (mma.sync, any sm_80+ device) numbered first, then
@@ -51,8 +57,19 @@ extern "C" int32_t kern_linear_own_count(void) {
     return kern_gemm_mma_count() + kern_gemm_wgmma_count();
 }
 
-static bool s_own_valid(int32_t c, int32_t n, int32_t in, int32_t out) {
+/* true iff our configuration c is one of gemm_wgmma's that fuse the LayerNorm */
+static bool s_own_fuses_ln(int32_t c) {
     const int32_t m = kern_gemm_mma_count();
+    return c >= m && kern_gemm_wgmma_fuses_ln(c - m);
+}
+
+/* Our configuration c can run a plan of epilogue epi at this shape. The fusing configurations
+ * run only BIAS_ADD_LN; the others run every epilogue, BIAS_ADD_LN the unfused way (their bias
+ * GEMM into ln->scratch, then the LayerNorm kernel). */
+static bool s_own_valid(int32_t c, kern_linear_epilogue_t epi, int32_t n, int32_t in, int32_t out) {
+    const int32_t m = kern_gemm_mma_count();
+    if (s_own_fuses_ln(c) && epi != KERN_LINEAR_BIAS_ADD_LN)
+        return false;
     return c < m ? kern_gemm_mma_valid(c, n, in, out) : kern_gemm_wgmma_valid(c - m, n, in, out);
 }
 
@@ -71,17 +88,25 @@ static int s_own_prepare(int32_t c, com_error_t *err) {
     return c < m ? kern_gemm_mma_prepare(c, err) : kern_gemm_wgmma_prepare(c - m, err);
 }
 
+/* ln: epi 3 only (a fusing configuration), else NULL */
 static int s_own_run(int32_t c, int epi, uint16_t *y, const uint16_t *x, const uint16_t *w,
-                     const uint16_t *b, int32_t n, int32_t in, int32_t out, cudaStream_t stream,
-                     com_error_t *err) {
+                     const uint16_t *b, const kern_linear_ln_t *ln, int32_t n, int32_t in,
+                     int32_t out, cudaStream_t stream, com_error_t *err) {
     const int32_t m = kern_gemm_mma_count();
     return c < m ? kern_gemm_mma_cuda(c, epi, y, x, w, b, n, in, out, stream, err)
-                 : kern_gemm_wgmma_cuda(c - m, epi, y, x, w, b, n, in, out, stream, err);
+                 : kern_gemm_wgmma_cuda(c - m, epi, y, x, w, b, ln, n, in, out, stream, err);
+}
+
+/* Candidate rank of plan p runs the LayerNorm as a kernel of its own (after a GEMM into
+ * ln->scratch): every BIAS_ADD_LN candidate but our fusing configurations. */
+static bool s_ln_unfused(const kern_linear_plan_t *p, int32_t rank) {
+    return p->epi == KERN_LINEAR_BIAS_ADD_LN && !(rank < 0 && s_own_fuses_ln(-1 - rank));
 }
 
 static void s_describe(kern_linear_plan_t *p) {
     if (p->rank < 0) {
-        snprintf(p->desc, sizeof p->desc, "%s", s_own_name(-1 - p->rank));
+        snprintf(p->desc, sizeof p->desc, "%s%s", s_own_name(-1 - p->rank),
+                 s_ln_unfused(p, p->rank) ? " +ln" : "");
         return;
     }
     int32_t id = -1;
@@ -94,7 +119,9 @@ static void s_describe(kern_linear_plan_t *p) {
                                          &got);
     snprintf(p->desc, sizeof p->desc, "cublasLt #%d algo %d tile %u splitK %u%s", (int)p->rank,
              (int)id, (unsigned)tile, (unsigned)splitk,
-             p->epi == KERN_LINEAR_BIAS_GELU ? " +gelu" : "");
+             p->epi == KERN_LINEAR_BIAS_GELU ? " +gelu"
+             : s_ln_unfused(p, p->rank)      ? " +ln"
+                                             : "");
 }
 
 extern "C" const char *kern_linear_plan_describe(const kern_linear_plan_t *p) {
@@ -120,7 +147,7 @@ extern "C" void kern_linear_plan_destroy(kern_linear_plan_t **self_p) {
 /* Our configuration c may be timed (and so chosen) by kern_linear_plan_tune for the plan's
  * shape: the one test both s_plan_init (which prepares it) and the tuner use. */
 static bool s_tunable(const kern_linear_plan_t *p, int32_t c) {
-    return s_own_valid(c, p->n, p->in, p->out) && s_own_worth(c, p->n);
+    return s_own_valid(c, p->epi, p->n, p->in, p->out) && s_own_worth(c, p->n);
 }
 
 static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t workspace_bytes,
@@ -132,7 +159,8 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
     KERN_CUBLAS_TRY(
         cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tB, sizeof tB), err);
     const bool bias = s_has_bias(p->epi);
-    /* BIAS_GELU: cuBLASLt adds the bias; kern_bias_gelu_cuda applies the erf GELU after it */
+    /* BIAS_GELU: cuBLASLt adds the bias; kern_bias_gelu_cuda applies the erf GELU after it.
+     * BIAS_ADD_LN: the same BIAS GEMM (into ln->scratch), then the LayerNorm kernel. */
     const cublasLtEpilogue_t epi = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     KERN_CUBLAS_TRY(
         cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
@@ -181,21 +209,23 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
      * negative rank asks for (whatever n) and those kern_linear_plan_tune may time and pick
      * (s_tunable); nothing else can become p->rank. */
     for (int32_t c = 0; c < kern_linear_own_count(); c++)
-        if (KERN_LINEAR_OWN(c) == rank ? s_own_valid(c, p->n, p->in, p->out) : s_tunable(p, c)) {
+        if (KERN_LINEAR_OWN(c) == rank ? s_own_valid(c, p->epi, p->n, p->in, p->out)
+                                       : s_tunable(p, c)) {
             const int rc = s_own_prepare(c, err);
             if (rc != 0)
                 return rc;
         }
     if (rank < 0) {
         const int32_t c = -1 - rank;
-        if (c < kern_linear_own_count() && s_own_valid(c, p->n, p->in, p->out)) {
+        if (c < kern_linear_own_count() && s_own_valid(c, p->epi, p->n, p->in, p->out)) {
             p->rank = p->alternative = rank;
             p->workspace_bytes = 0;
             return 0;
         }
         return com_error_set(err, COM_EUNSUPPORTED,
-                             "linear plan %dx%dx%d: own configuration %d cannot run this shape",
-                             (int)p->n, (int)p->in, (int)p->out, (int)c);
+                             "linear plan %dx%dx%d epilogue %d: own configuration %d cannot run "
+                             "this shape and epilogue",
+                             (int)p->n, (int)p->in, (int)p->out, (int)p->epi, (int)c);
     }
     if (rank < usable) {
         p->rank = p->alternative = rank;
@@ -213,7 +243,8 @@ extern "C" int kern_linear_plan_new(cublasLtHandle_t lt, int32_t n, int32_t in, 
                                     int32_t rank, kern_linear_plan_t **out_plan, com_error_t *err) {
     *out_plan = NULL;
     if (!lt || n < 1 || in < 1 || out < 1 || rank < KERN_LINEAR_OWN(kern_linear_own_count() - 1) ||
-        (epi != KERN_LINEAR_NONE && epi != KERN_LINEAR_BIAS && epi != KERN_LINEAR_BIAS_GELU))
+        (epi != KERN_LINEAR_NONE && epi != KERN_LINEAR_BIAS && epi != KERN_LINEAR_BIAS_GELU &&
+         epi != KERN_LINEAR_BIAS_ADD_LN))
         return com_error_set(err, COM_EINVAL, "linear plan: n %d, in %d, out %d, epi %d, rank %d",
                              (int)n, (int)in, (int)out, (int)epi, (int)rank);
     kern_linear_plan_t *p = (kern_linear_plan_t *)calloc(1, sizeof *p);
@@ -230,34 +261,90 @@ extern "C" int kern_linear_plan_new(cublasLtHandle_t lt, int32_t n, int32_t in, 
     return 0;
 }
 
-/* The whole op of candidate rank (see kern_linear_plan::rank) on stream. */
+/* BIAS_ADD_LN's LayerNorm as a kernel of its own: y = LN(ln->scratch + residual) (the bias is
+ * in scratch already), the fp32 or the bf16 residual stream. */
+static int s_add_ln(const kern_linear_plan_t *p, uint16_t *y, const kern_linear_ln_t *ln,
+                    cudaStream_t stream, com_error_t *err) {
+    if (ln->residual)
+        return kern_add_layernorm_cuda(ln->out_f32, y, ln->scratch, NULL, ln->residual, ln->gamma,
+                                       ln->beta, p->n, ln->n_rows, p->out, ln->eps, stream, err);
+    return kern_add_layernorm_bf16_cuda(ln->out_f32, y, ln->scratch, NULL, ln->residual_bf16,
+                                        ln->gamma, ln->beta, p->n, ln->n_rows, p->out, ln->eps,
+                                        stream, err);
+}
+
+/* The whole op of candidate rank (see kern_linear_plan::rank) on stream; ln checked by the
+ * caller (s_ln_check). */
 static int s_run(cublasLtHandle_t lt, const kern_linear_plan_t *p, int32_t rank, uint16_t *y,
-                 const uint16_t *x, const uint16_t *w, const uint16_t *b, void *workspace,
-                 cudaStream_t stream, com_error_t *err) {
-    if (rank < 0)
-        return s_own_run(-1 - rank, (int)p->epi, y, x, w, b, p->n, p->in, p->out, stream, err);
-    const float alpha = 1.0f, beta = 0.0f;
-    KERN_CUBLAS_TRY(cublasLtMatmul(lt, p->op, &alpha, w, p->a, x, p->b, &beta, y, p->c, y, p->c,
-                                   &p->cand[rank], workspace, p->cand_ws[rank], stream),
-                    err);
-    if (p->epi == KERN_LINEAR_BIAS_GELU)
-        return kern_bias_gelu_cuda(y, NULL, p->n, NULL, p->out, stream, err);
+                 const uint16_t *x, const uint16_t *w, const uint16_t *b,
+                 const kern_linear_ln_t *ln, void *workspace, cudaStream_t stream,
+                 com_error_t *err) {
+    const bool ln_kernel = s_ln_unfused(p, rank);
+    if (rank < 0 && p->epi == KERN_LINEAR_BIAS_ADD_LN && !ln_kernel) /* fused */
+        return s_own_run(-1 - rank, (int)p->epi, y, x, w, b, ln, p->n, p->in, p->out, stream, err);
+    /* unfused BIAS_ADD_LN: the bias GEMM into scratch, then the LayerNorm into y */
+    uint16_t *g = ln_kernel ? ln->scratch : y;
+    int rc = 0;
+    if (rank < 0) {
+        rc = s_own_run(-1 - rank, ln_kernel ? (int)KERN_LINEAR_BIAS : (int)p->epi, g, x, w, b, NULL,
+                       p->n, p->in, p->out, stream, err);
+    } else {
+        const float alpha = 1.0f, beta = 0.0f;
+        KERN_CUBLAS_TRY(cublasLtMatmul(lt, p->op, &alpha, w, p->a, x, p->b, &beta, g, p->c, g, p->c,
+                                       &p->cand[rank], workspace, p->cand_ws[rank], stream),
+                        err);
+        if (p->epi == KERN_LINEAR_BIAS_GELU)
+            rc = kern_bias_gelu_cuda(y, NULL, p->n, NULL, p->out, stream, err);
+    }
+    if (rc == 0 && ln_kernel)
+        rc = s_add_ln(p, y, ln, stream, err);
+    return rc;
+}
+
+/* ln for plan p: required (and consistent) iff its epilogue is BIAS_ADD_LN, else ignored.
+ * Returns 0 or COM_EINVAL. */
+static int s_ln_check(const kern_linear_plan_t *p, const uint16_t *y, const uint16_t *x,
+                      const kern_linear_ln_t *ln, const char *who, com_error_t *err) {
+    if (p->epi != KERN_LINEAR_BIAS_ADD_LN)
+        return 0;
+    if (!ln)
+        return com_error_set(err, COM_EINVAL, "%s: epilogue BIAS_ADD_LN needs ln (NULL)", who);
+    if (!ln->residual == !ln->residual_bf16)
+        return com_error_set(err, COM_EINVAL,
+                             "%s: ln needs exactly one of residual (fp32) and residual_bf16 (%s)",
+                             who, ln->residual ? "both set" : "neither set");
+    if (!(ln->eps >= 0.f))
+        return com_error_set(err, COM_EINVAL, "%s: ln->eps %g (must be >= 0)", who,
+                             (double)ln->eps);
+    if (!ln->gamma || !ln->beta || !ln->scratch)
+        return com_error_set(err, COM_EINVAL, "%s: ln needs gamma, beta and scratch (%s missing)",
+                             who,
+                             !ln->gamma  ? "gamma"
+                             : !ln->beta ? "beta"
+                                         : "scratch");
+    /* the unfused candidates write the GEMM to scratch while y, x and the residual are live */
+    const void *s = ln->scratch;
+    if (s == y || s == x || s == ln->residual_bf16 || s == ln->residual || s == ln->out_f32)
+        return com_error_set(err, COM_EINVAL, "%s: ln->scratch is one of the other operands", who);
     return 0;
 }
 
 extern "C" int kern_linear_cuda(cublasLtHandle_t lt, const kern_linear_plan_t *p, uint16_t *y,
                                 const uint16_t *x, const uint16_t *w, const uint16_t *b,
-                                void *workspace, size_t workspace_bytes, cudaStream_t stream,
-                                com_error_t *err) {
+                                const kern_linear_ln_t *ln, void *workspace, size_t workspace_bytes,
+                                cudaStream_t stream, com_error_t *err) {
     if (!p || !y || !x || !w || (s_has_bias(p->epi) && !b) ||
         workspace_bytes < p->workspace_bytes || (p->workspace_bytes && !workspace))
         return com_error_set(err, COM_EINVAL, "linear_cuda: bad arguments (workspace %zu < %zu?)",
                              workspace_bytes, p ? p->workspace_bytes : 0);
+    int rc = s_ln_check(p, y, x, ln, "linear_cuda", err);
+    if (rc != 0)
+        return rc;
     if (p->rank >= 0 && s_has_bias(p->epi))
         KERN_CUBLAS_TRY(
             cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b),
             err);
-    return s_run(lt, p, p->rank, y, x, w, b, workspace, stream, err);
+    return s_run(lt, p, p->rank, y, x, w, b, ln, workspace, stream, err);
 }
 
 extern "C" int kern_linear_plan_choose(kern_linear_plan_t *p, int32_t rank, com_error_t *err) {
@@ -295,14 +382,14 @@ static __global__ void k_linear_spin(uint64_t ns) {
  * kTrialMs (2..16 runs): the big buckets' GEMMs, which dominate start-up, get few repetitions.
  * Each trial queues behind a spin kernel long enough to cover the host's time to enqueue it. */
 static int s_time_cand(cublasLtHandle_t lt, kern_linear_plan_t *p, int32_t rank, uint16_t *y,
-                       const uint16_t *x, const uint16_t *w, const uint16_t *b, void *workspace,
-                       cudaStream_t stream, cudaEvent_t e0, cudaEvent_t e1, float *best_ms,
-                       com_error_t *err) {
+                       const uint16_t *x, const uint16_t *w, const uint16_t *b,
+                       const kern_linear_ln_t *ln, void *workspace, cudaStream_t stream,
+                       cudaEvent_t e0, cudaEvent_t e1, float *best_ms, com_error_t *err) {
     enum { kTrials = 3, kMinReps = 2, kMaxReps = 16 };
     const float kTrialMs = 0.3f;
     const uint64_t kLaunchNs = 12 * 1000; /* host time to enqueue one run, generously */
     *best_ms = 1e30f;
-    int rc = s_run(lt, p, rank, y, x, w, b, workspace, stream, err); /* warm-up */
+    int rc = s_run(lt, p, rank, y, x, w, b, ln, workspace, stream, err); /* warm-up */
     int reps = 1;
     for (int t = 0; t <= kTrials && rc == 0; t++) {
         KERN_CUDA_TRY(kern::launch(k_linear_spin, dim3(1), dim3(1), 0, stream,
@@ -310,7 +397,7 @@ static int s_time_cand(cublasLtHandle_t lt, kern_linear_plan_t *p, int32_t rank,
                       err);
         KERN_CUDA_TRY(cudaEventRecord(e0, stream), err);
         for (int r = 0; r < reps && rc == 0; r++)
-            rc = s_run(lt, p, rank, y, x, w, b, workspace, stream, err);
+            rc = s_run(lt, p, rank, y, x, w, b, ln, workspace, stream, err);
         KERN_CUDA_TRY(cudaEventRecord(e1, stream), err);
         KERN_CUDA_TRY(cudaEventSynchronize(e1), err);
         float ms = 0.f;
@@ -328,15 +415,27 @@ static int s_time_cand(cublasLtHandle_t lt, kern_linear_plan_t *p, int32_t rank,
 
 extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p, uint16_t *y,
                                      const uint16_t *x, const uint16_t *w, const uint16_t *b,
-                                     void *workspace, size_t workspace_bytes, cudaStream_t stream,
-                                     int32_t *chosen, com_error_t *err) {
+                                     const kern_linear_ln_t *ln, void *workspace,
+                                     size_t workspace_bytes, cudaStream_t stream, int32_t *chosen,
+                                     com_error_t *err) {
     if (!lt || !p || !y || !x || !w || (s_has_bias(p->epi) && !b) || !workspace)
         return com_error_set(err, COM_EINVAL, "linear tune: bad arguments");
+    int rc = s_ln_check(p, y, x, ln, "linear tune", err);
+    if (rc != 0)
+        return rc;
     if (s_has_bias(p->epi))
         KERN_CUBLAS_TRY(
             cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b),
             err);
-    const bool aligned = kern::aligned16(y) && kern::aligned16(x) && kern::aligned16(w);
+    /* 16-byte alignment, which our configurations need of what they read and write: the GEMM's
+     * output is y, or ln->scratch when the LayerNorm runs as a kernel of its own */
+    const bool ln_epi = p->epi == KERN_LINEAR_BIAS_ADD_LN;
+    const bool in_ok = kern::aligned16(x) && kern::aligned16(w);
+    const bool aligned_unfused = in_ok && kern::aligned16(ln_epi ? ln->scratch : y);
+    const bool aligned_fused = in_ok && ln_epi && kern::aligned16(y) &&
+                               kern::aligned16(ln->residual) &&
+                               kern::aligned16(ln->residual_bf16) && kern::aligned16(ln->out_f32) &&
+                               kern::aligned16(ln->gamma) && kern::aligned16(ln->beta);
     cudaEvent_t e0 = NULL, e1 = NULL;
     KERN_CUDA_TRY(cudaEventCreate(&e0), err);
     cudaError_t ce = cudaEventCreate(&e1);
@@ -344,7 +443,6 @@ extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p,
         cudaEventDestroy(e0);
         KERN_CUDA_TRY(ce, err);
     }
-    int rc = 0;
     int32_t best = p->rank;
     bool have = false;
     float best_ms = 1e30f;
@@ -356,10 +454,13 @@ extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p,
         const int32_t rank = i < p->n_cand ? i : KERN_LINEAR_OWN(i - p->n_cand);
         if (rank >= 0 && p->cand_ws[rank] > workspace_bytes)
             continue;
-        if (rank < 0 && (!aligned || !s_tunable(p, -1 - rank))) /* prepared iff tunable */
+        if (rank < 0 && !s_tunable(p, -1 - rank)) /* prepared iff tunable */
+            continue;
+        const bool fused = ln_epi && !s_ln_unfused(p, rank);
+        if (rank < 0 && !(fused ? aligned_fused : aligned_unfused))
             continue;
         float ms = 0.f;
-        rc = s_time_cand(lt, p, rank, y, x, w, b, workspace, stream, e0, e1, &ms, err);
+        rc = s_time_cand(lt, p, rank, y, x, w, b, ln, workspace, stream, e0, e1, &ms, err);
         /* a challenger must win by 3%: timing noise should not undo the heuristic */
         if (rc == 0 && (!have || ms < best_ms * 0.97f))
             best = rank, best_ms = ms, have = true;

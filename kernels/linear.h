@@ -1,7 +1,8 @@
 /* kernels/linear.h — a dense layer over packed tokens: y = x W^T (+ b), W in PyTorch Linear
  * layout [out, in]. Reference/CPU version (OpenBLAS cblas_sgemm, which uses the threads
  * openblas_set_num_threads gave it); the CUDA version is kern_linear_cuda (cuBLASLt or our own
- * tensor-core GEMM, gemm_mma.cu, with fused bias / bias + GELU epilogues). */
+ * tensor-core GEMMs, gemm_mma.cu / gemm_wgmma.cu, with fused bias / bias + GELU epilogues, and
+ * bias + residual + LayerNorm: fused on Hopper, else the GEMM then kern_add_layernorm_cuda). */
 #ifndef EMBER_KERNELS_LINEAR_H
 #define EMBER_KERNELS_LINEAR_H
 
@@ -28,14 +29,39 @@ typedef enum kern_linear_epilogue {
     KERN_LINEAR_NONE = 0,      /* y = x W^T */
     KERN_LINEAR_BIAS = 1,      /* y = x W^T + b */
     KERN_LINEAR_BIAS_GELU = 2, /* y = gelu_erf(x W^T + b), BERT's exact (erf) GELU */
+    /* the post-LN sublayer end: y = LayerNorm(x W^T + b + residual) * gamma + beta, with the
+     * operands of kern_linear_ln_t (CUDA only; kern_add_layernorm_ref is its reference) */
+    KERN_LINEAR_BIAS_ADD_LN = 3,
 } kern_linear_epilogue_t;
+
+/* The extra operands of KERN_LINEAR_BIAS_ADD_LN (device pointers). The residual stream is fp32
+ * (residual, with out_f32 usually the same buffer: updated in place) or bf16 (residual_bf16,
+ * usually the same buffer as y); exactly one of the two is set. The LayerNorm's statistics and
+ * output are computed in fp32 and written as bf16 to y (always) and as fp32 to out_f32 (when
+ * not NULL). Rows t >= *n_rows (when n_rows is not NULL) are not written. */
+typedef struct kern_linear_ln {
+    const float *residual;         /* [n, out] fp32, or NULL */
+    const uint16_t *residual_bf16; /* [n, out] bf16, or NULL */
+    const float *gamma, *beta;     /* [out] fp32, weights (read before the PDL wait) */
+    float eps;
+    float *out_f32;        /* [n, out] fp32, or NULL; may be residual */
+    const int32_t *n_rows; /* [1] device, or NULL: all n rows */
+    /* [n, out] bf16 that no other operand overlaps: the GEMM's output when the plan's algorithm
+     * runs the LayerNorm as a kernel of its own (cuBLASLt, gemm_mma: the GEMM's sum is then
+     * rounded to bf16 before the add, as the unfused layer does) */
+    uint16_t *scratch;
+} kern_linear_ln_t;
 
 #ifdef EMBER_HAVE_CUDA
 /* CUDA (linear.cu): y = epi(x W^T + b), bf16 in/out, fp32 accumulation, through one of two
  * engines: a cuBLASLt algorithm (the bias added by its BIAS epilogue in fp32; for BIAS_GELU a
  * separate kern_bias_gelu_cuda pass follows, as cuBLASLt's GELU is the tanh form), or one of our
- * own tensor-core GEMM configurations (gemm_mma.cu: the whole epilogue fused, rounded once; needs
- * in % 8 == 0, out % 8 == 0 and 16-byte aligned x, w, y). A plan fixes the shape, the epilogue
+ * own tensor-core GEMM configurations (gemm_mma.cu, gemm_wgmma.cu: the whole epilogue fused,
+ * rounded once; needs in % 8 == 0, out % 8 == 0 and 16-byte aligned x, w, y). BIAS_ADD_LN runs
+ * either fused, by one of gemm_wgmma's LayerNorm configurations (Hopper; they run no other
+ * epilogue; aligned LayerNorm operands too), or unfused, by any other candidate: its
+ * BIAS GEMM into ln->scratch (rounded to bf16), then kern_add_layernorm_cuda (fp32 residual) or
+ * kern_add_layernorm_bf16_cuda (bf16 residual) into y. A plan fixes the shape, the epilogue
  * and the algorithm. kern_linear_cuda then makes no query, allocates nothing, is deterministic
  * and is safe inside CUDA graph capture (the caller passes a preallocated workspace of at least
  * the plan's workspace_bytes). A plan belongs to one thread at a time: kern_linear_cuda sets the
@@ -50,7 +76,8 @@ typedef struct kern_linear_plan kern_linear_plan_t;
 int32_t kern_linear_own_count(void);
 
 /* Returns 0 with *out_plan, COM_EUNSUPPORTED when the heuristic offers fewer than rank + 1
- * algorithms or our configuration cannot run the shape, COM_EINVAL, COM_ENOMEM or COM_EINTERNAL
+ * algorithms or our configuration cannot run the shape and epilogue (the LayerNorm-fusing ones
+ * run only BIAS_ADD_LN), COM_EINVAL, COM_ENOMEM or COM_EINTERNAL
  * (cuBLASLt or CUDA failed; err says where). The plan owns its descriptors; *out_plan is NULL on
  * error. */
 int kern_linear_plan_new(struct cublasLtContext *lt, int32_t n, int32_t in, int32_t out,
@@ -58,16 +85,19 @@ int kern_linear_plan_new(struct cublasLtContext *lt, int32_t n, int32_t in, int3
                          kern_linear_plan_t **out_plan, com_error_t *err);
 void kern_linear_plan_destroy(kern_linear_plan_t **self_p);
 /* Times every candidate, each as the complete op the plan would run (cuBLASLt BIAS_GELU = GEMM +
- * GELU kernel): the heuristic's algorithms (up to 8; those whose workspace fits
- * workspace_bytes), then each of our configurations valid for the shape and pointers, on the
- * given buffers, and keeps the fastest; a candidate must beat the best so far (starting from the
- * heuristic's first choice) by 3% to replace it. Synchronises stream; not for graph capture.
- * Overwrites y. *chosen (optional): the winner's rank (see KERN_LINEAR_OWN). Returns 0,
- * COM_EINVAL or COM_EINTERNAL (the plan is unchanged on error). */
+ * GELU kernel; unfused BIAS_ADD_LN = GEMM + LayerNorm kernel): the heuristic's algorithms (up to
+ * 8; those whose workspace fits workspace_bytes), then each of our configurations valid for the
+ * shape, epilogue and pointers, on the given buffers, and keeps the fastest; a candidate must
+ * beat the best so far (starting from the heuristic's first choice) by 3% to replace it. ln: as
+ * for kern_linear_cuda (required iff the epilogue is BIAS_ADD_LN, else ignored). Synchronises
+ * stream; not for graph capture. Overwrites y (and for BIAS_ADD_LN ln->scratch and
+ * ln->out_f32; an in-place residual is normalised again on every run). *chosen (optional): the
+ * winner's rank (see KERN_LINEAR_OWN). Returns 0, COM_EINVAL or COM_EINTERNAL (the plan is
+ * unchanged on error). */
 int kern_linear_plan_tune(struct cublasLtContext *lt, kern_linear_plan_t *p, uint16_t *y,
-                          const uint16_t *x, const uint16_t *w, const uint16_t *b, void *workspace,
-                          size_t workspace_bytes, struct CUstream_st *stream, int32_t *chosen,
-                          com_error_t *err);
+                          const uint16_t *x, const uint16_t *w, const uint16_t *b,
+                          const kern_linear_ln_t *ln, void *workspace, size_t workspace_bytes,
+                          struct CUstream_st *stream, int32_t *chosen, com_error_t *err);
 /* The plan's current choice (see KERN_LINEAR_OWN). */
 int32_t kern_linear_plan_rank(const kern_linear_plan_t *p);
 /* After kern_linear_plan_tune: the fastest rank of the engine that lost (ours when cuBLASLt won,
@@ -84,17 +114,24 @@ int32_t kern_linear_plan_alternative(const kern_linear_plan_t *p);
  * unchanged then). */
 int kern_linear_plan_choose(kern_linear_plan_t *p, int32_t rank, com_error_t *err);
 /* A short name of the plan's algorithm for logs ("cublasLt #0 algo 6 tile 18 splitK 1",
- * "mma 32x64 w4 splitk2"); owned by the plan, valid until it is destroyed or tuned again. */
+ * "mma 32x64 w4 splitk2"; " +gelu" / " +ln" appended when the GELU / the LayerNorm runs as a
+ * kernel of its own); owned by the plan, valid until it is destroyed or tuned again. */
 const char *kern_linear_plan_describe(const kern_linear_plan_t *p);
-/* Runs y[n, out] = epi(x[n, in] w[out, in]^T + b[out]) for the plan's n. w and b must be data
- * that no kernel writes (weights): our configurations read them before their PDL wait, while
- * the previous kernel on the stream may still run. Returns 0, COM_EINVAL (bad arguments; for
- * our configurations also pointers not 16-byte aligned) or COM_EINTERNAL. Enqueued on stream. */
+/* Runs y[n, out] = epi(x[n, in] w[out, in]^T + b[out]) for the plan's n. w and b (and ln's
+ * gamma, beta) must be data that no kernel writes (weights): our configurations read them before
+ * their PDL wait, while the previous kernel on the stream may still run. ln: the LayerNorm
+ * operands, required iff the plan's epilogue is KERN_LINEAR_BIAS_ADD_LN (exactly one of
+ * residual / residual_bf16, and gamma, beta and scratch set, eps >= 0; scratch none of y, x or
+ * the other operands), ignored (may be NULL) otherwise; y then gets the LayerNorm output of rows
+ * t < *ln->n_rows (all n when n_rows is NULL), the others untouched. Returns 0, COM_EINVAL
+ * (bad arguments, ln missing or inconsistent; for our configurations also pointers not 16-byte
+ * aligned) or COM_EINTERNAL. Enqueued on stream. */
 int kern_linear_cuda(struct cublasLtContext *lt, const kern_linear_plan_t *p,
                      uint16_t *y,       /* [n, out], device bf16 */
                      const uint16_t *x, /* [n, in], device bf16 */
                      const uint16_t *w, /* [out, in], device bf16 */
                      const uint16_t *b, /* [out], device bf16; used iff the epilogue has a bias */
+                     const kern_linear_ln_t *ln, /* BIAS_ADD_LN's operands, else ignored */
                      void *workspace, size_t workspace_bytes, struct CUstream_st *stream,
                      com_error_t *err);
 #endif

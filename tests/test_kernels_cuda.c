@@ -3,8 +3,9 @@
  * seeded random inputs, over awkward shapes (1 token, odd sizes, sequences of length 1, lengths
  * that are not a multiple of the 64-row tile, the largest bucket) and every launch configuration
  * the launchers can pick (vector / scalar element-wise paths; attention head_dim 32 / 64 x causal x
- * GQA; several cuBLASLt heuristic ranks and each of our GEMM configurations x epilogue; rows
- * past the device-side count left untouched), and the PDL ordering: each GEMM launched right
+ * GQA; several cuBLASLt heuristic ranks and each of our GEMM configurations x epilogue, the
+ * bias + residual + LayerNorm epilogue fused and unfused in both residual types; rows past the
+ * device-side count left untouched), and the PDL ordering: each GEMM launched right
  * behind the kernel that writes its input must not read it early (test_linear_pdl). Inputs
  * are rounded to bf16 for both sides, so the comparison measures the kernel, not the input
  * rounding; bf16 outputs get relative tolerances of about 1e-2, fp32 outputs 1e-4 or tighter.
@@ -119,6 +120,13 @@ static int32_t s_round64(int32_t n) {
     return (n + 63) / 64 * 64;
 }
 
+/* Our GEMM configurations seen per epilogue (test_linear: 0-2, test_linear_ln: 3), and which of
+ * them fuse the LayerNorm (run only epilogue 3), for the coverage check at the end of
+ * test_linear_ln and for test_linear_pdl. */
+enum { S_MAX_OWN = 48 };
+static int g_own_seen[S_MAX_OWN][4];
+static bool g_own_fuses[S_MAX_OWN];
+
 /* ---- embedding + LayerNorm ---- */
 static void test_embed(void) {
     static const int32_t cases[][7] = {{1, 1}, {4, 3, 1, 5, 3}, {5, 17, 1, 40, 2, 64}, {1, 200}};
@@ -186,10 +194,8 @@ static void test_linear(void) {
                                         {7, 33, 17},      {37, 72, 40},     {300, 264, 136},
                                         {1, 3072, 768},   {65, 1032, 96},   {4100, 384, 1152}};
     static const char *epi_name[3] = {"none", "bias", "bias+gelu"};
-    enum { kMaxOwn = 48 };
     const int32_t n_own = kern_linear_own_count();
-    CHECK(n_own > 0 && n_own <= kMaxOwn);
-    int own_seen[kMaxOwn][3] = {{0}};
+    CHECK(n_own > 0 && n_own <= S_MAX_OWN);
     cublasLtHandle_t lt = NULL;
     KERN_CUBLAS_FATAL(cublasLtCreate(&lt));
     const size_t ws_bytes = (size_t)32 << 20;
@@ -224,11 +230,11 @@ static void test_linear(void) {
                 if (rc != 0)
                     break;
                 if (own)
-                    own_seen[i - 4][ep]++;
+                    g_own_seen[i - 4][ep]++;
                 if (tuned) {
                     int32_t chosen = -1000;
-                    rc = kern_linear_plan_tune(lt, p, dy, dx, dw, hb ? dbias : NULL, ws, ws_bytes,
-                                               g_st, &chosen, &err);
+                    rc = kern_linear_plan_tune(lt, p, dy, dx, dw, hb ? dbias : NULL, NULL, ws,
+                                               ws_bytes, g_st, &chosen, &err);
                     CHECK_MSG(rc == 0 && chosen > -1000 && chosen < 8, "linear tune %dx%dx%d: %s",
                               (int)n, (int)in, (int)out, err.msg);
                     if (n >= 64)
@@ -240,15 +246,15 @@ static void test_linear(void) {
                          (int)out, epi_name[ep], tuned ? "tuned" : "rank", (int)rank,
                          kern_linear_plan_describe(p));
                 s_poison(dy, (size_t)n * out * 2);
-                rc = kern_linear_cuda(lt, p, dy, dx, dw, hb ? dbias : NULL, ws, ws_bytes, g_st,
-                                      &err);
+                rc = kern_linear_cuda(lt, p, dy, dx, dw, hb ? dbias : NULL, NULL, ws, ws_bytes,
+                                      g_st, &err);
                 CHECK_MSG(rc == 0, "linear_cuda %s: %s", what, err.msg);
                 float *got = s_down_bf(dy, (size_t)n * out);
                 s_cmp(what, got, ref, (size_t)n * out, atol, 1e-2);
                 /* deterministic: a second run gives the same bits */
                 s_poison(dy, (size_t)n * out * 2);
-                rc = kern_linear_cuda(lt, p, dy, dx, dw, hb ? dbias : NULL, ws, ws_bytes, g_st,
-                                      &err);
+                rc = kern_linear_cuda(lt, p, dy, dx, dw, hb ? dbias : NULL, NULL, ws, ws_bytes,
+                                      g_st, &err);
                 CHECK_MSG(rc == 0, "linear_cuda %s: %s", what, err.msg);
                 float *again = s_down_bf(dy, (size_t)n * out);
                 CHECK_MSG(memcmp(got, again, (size_t)n * out * sizeof *got) == 0,
@@ -263,13 +269,220 @@ static void test_linear(void) {
         cudaFree(dx), cudaFree(dw), cudaFree(dbias), cudaFree(dy);
         free(x), free(w), free(bias);
     }
-    for (int32_t c = 0; c < n_own; c++)
-        for (int ep = 0; ep < 3; ep++)
-            CHECK_MSG(own_seen[c][ep] >= 3, "linear: own configuration %d, epilogue %s: %d shapes",
-                      (int)c, epi_name[ep], own_seen[c][ep]);
     printf("linear: %d (shape, epilogue, heuristic rank / own configuration / tuned) plans "
            "checked, %d own configurations\n",
            n_plans, (int)n_own);
+    cudaFree(ws);
+    cublasLtDestroy(lt);
+}
+
+/* ---- linear + bias + residual + LayerNorm (epilogue 3, KERN_LINEAR_BIAS_ADD_LN) ---- */
+/* Elements [from, to) of got: each equal to keep[i] (bit for bit), or NaN (still poisoned) when
+ * keep is NULL. Returns how many are not. */
+static size_t s_untouched(const float *got, const float *keep, size_t from, size_t to) {
+    size_t bad = 0;
+    for (size_t i = from; i < to; i++)
+        bad += keep ? memcmp(&got[i], &keep[i], sizeof *got) != 0 : !isnan(got[i]);
+    return bad;
+}
+
+/* Every candidate of an epilogue-3 plan (cuBLASLt ranks 0-7 as offered: GEMM + LayerNorm
+ * kernel; each of our configurations valid for it, unfused or fused; the tuned choice) in both
+ * residual types: fp32 (out_f32 == residual, in place) and bf16 (y == residual_bf16, in place;
+ * out_f32 separate or NULL), with n_rows NULL and *n_rows < n (the rows past it keep the
+ * residual / stay poisoned). Reference: kern_add_layernorm_ref over kern_linear_ref (fp32 on the
+ * bf16 inputs). W is scaled by 1/sqrt(in) so that x W^T is O(0.3) beside a residual in [-2, 2]:
+ * rounding the GEMM's output to bf16 before the add (the unfused way) then moves a LayerNorm
+ * output by at most ~0.005, half the 1e-2 tolerance, while a lost bias (up to 0.5 / std 1.2) or
+ * a wrong mean or variance moves it by far more. Then the argument checks. */
+static void test_linear_ln(void) {
+    static const int32_t shapes[][3] = {{1, 384, 384},    {37, 384, 384},   {128, 1536, 384},
+                                        {300, 768, 768},  {128, 3072, 768}, {1000, 384, 384},
+                                        {4100, 1536, 384}};
+    static const char *mode_name[2] = {"fp32 residual", "bf16 residual"};
+    const float eps = 1e-12f;
+    const int32_t n_own = kern_linear_own_count();
+    CHECK(n_own > 0 && n_own <= S_MAX_OWN);
+    bool fuses_known[S_MAX_OWN] = {false};
+    struct cudaDeviceProp prop;
+    KERN_CUDA_FATAL(cudaGetDeviceProperties(&prop, 0));
+    cublasLtHandle_t lt = NULL;
+    KERN_CUBLAS_FATAL(cublasLtCreate(&lt));
+    const size_t ws_bytes = (size_t)32 << 20;
+    void *ws = s_dev(ws_bytes);
+    int n_cand = 0, n_runs = 0, n_fused = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int32_t n = shapes[si][0], in = shapes[si][1], out = shapes[si][2];
+        const size_t no = (size_t)n * out;
+        const float ws_scale = 1.0f / sqrtf((float)in);
+        float *x = s_rand_bf((size_t)n * in, -1, 1);
+        float *w = s_rand_bf((size_t)out * in, -ws_scale, ws_scale);
+        float *bias = s_rand_bf(out, -0.5f, 0.5f), *res = s_rand_bf(no, -2, 2);
+        float *g = s_rand_bf(out, 0.5f, 1.5f), *be = s_rand_bf(out, -0.5f, 0.5f);
+        float *ref = malloc(no * sizeof *ref);
+        kern_linear_ref(ref, x, w, bias, n, in, out);
+        kern_add_layernorm_ref(ref, ref, NULL, res, g, be, n, out, eps);
+        uint16_t *dx = s_up_bf(x, (size_t)n * in), *dw = s_up_bf(w, (size_t)out * in);
+        uint16_t *dbias = s_up_bf(bias, out), *dres16 = s_up_bf(res, no);
+        uint16_t *dy = s_dev(no * 2), *dscratch = s_dev(no * 2);
+        float *dres32 = s_up(res, no * 4), *do32 = s_dev(no * 4);
+        float *dg = s_up(g, out * 4), *dbe = s_up(be, out * 4);
+        int32_t *dn = s_dev(4);
+        uint16_t *res16 = malloc(no * sizeof *res16); /* the bf16 residual, to restore it */
+        KERN_CUDA_FATAL(cudaMemcpy(res16, dres16, no * 2, cudaMemcpyDeviceToHost));
+        /* heuristic ranks 0-7, each of our configurations, then the tuned plan */
+        for (int32_t i = 0; i < 8 + n_own + 1; i++) {
+            const bool tuned = i == 8 + n_own, own = i >= 8 && !tuned;
+            const int32_t c = i - 8, rank = tuned ? 0 : own ? KERN_LINEAR_OWN(c) : i;
+            kern_linear_plan_t *p = NULL;
+            com_error_t err = {0};
+            int rc = kern_linear_plan_new(lt, n, in, out, KERN_LINEAR_BIAS_ADD_LN, ws_bytes, rank,
+                                          &p, &err);
+            if (rc == COM_EUNSUPPORTED && i > 0 && !tuned)
+                continue; /* fewer algorithms offered, or not a shape ours can run */
+            CHECK_MSG(rc == 0, "linear+ln plan %dx%dx%d rank %d: %s", (int)n, (int)in, (int)out,
+                      (int)rank, err.msg);
+            if (rc != 0)
+                continue;
+            if (own) {
+                g_own_seen[c][3]++;
+                if (!fuses_known[c]) { /* valid for epilogue 3 here, but not for the bias alone */
+                    kern_linear_plan_t *q = NULL;
+                    const int rq = kern_linear_plan_new(lt, n, in, out, KERN_LINEAR_BIAS, ws_bytes,
+                                                        rank, &q, NULL);
+                    CHECK(rq == 0 || rq == COM_EUNSUPPORTED);
+                    g_own_fuses[c] = rq == COM_EUNSUPPORTED, fuses_known[c] = true;
+                    kern_linear_plan_destroy(&q);
+                }
+                n_fused += g_own_fuses[c];
+            }
+            if (tuned) { /* in one residual type per shape, alternately */
+                const bool r16 = si % 2;
+                const kern_linear_ln_t tl = {.residual = r16 ? NULL : dres32,
+                                             .residual_bf16 = r16 ? dres16 : NULL,
+                                             .gamma = dg,
+                                             .beta = dbe,
+                                             .eps = eps,
+                                             .out_f32 = r16 ? NULL : dres32,
+                                             .n_rows = NULL,
+                                             .scratch = dscratch};
+                int32_t chosen = -1000;
+                rc = kern_linear_plan_tune(lt, p, r16 ? dres16 : dy, dx, dw, dbias, &tl, ws,
+                                           ws_bytes, g_st, &chosen, &err);
+                CHECK_MSG(rc == 0 && chosen > -1000 && chosen < 8, "linear+ln tune %dx%dx%d: %s",
+                          (int)n, (int)in, (int)out, err.msg);
+                if (n >= 128)
+                    printf("linear %dx%dx%d bias+residual+LN (%s) tuned: %s\n", (int)n, (int)in,
+                           (int)out, mode_name[r16], kern_linear_plan_describe(p));
+            }
+            n_cand++;
+            for (int mode = 0; mode < 2; mode++)
+                for (int part = 0; part < 2; part++) {
+                    const bool r16 = mode == 1;
+                    const int32_t rows = part && n > 1 ? 2 * n / 3 : n;
+                    const size_t nr = (size_t)rows * out;
+                    /* fresh residual, poisoned outputs and scratch */
+                    KERN_CUDA_FATAL(cudaMemcpy(dres32, res, no * 4, cudaMemcpyHostToDevice));
+                    KERN_CUDA_FATAL(cudaMemcpy(dres16, res16, no * 2, cudaMemcpyHostToDevice));
+                    KERN_CUDA_FATAL(cudaMemcpy(dn, &rows, 4, cudaMemcpyHostToDevice));
+                    s_poison(dy, no * 2), s_poison(do32, no * 4), s_poison(dscratch, no * 2);
+                    float *o32 = r16 ? (part ? NULL : do32) : dres32;
+                    uint16_t *y = r16 ? dres16 : dy;
+                    const kern_linear_ln_t ln = {.residual = r16 ? NULL : dres32,
+                                                 .residual_bf16 = r16 ? dres16 : NULL,
+                                                 .gamma = dg,
+                                                 .beta = dbe,
+                                                 .eps = eps,
+                                                 .out_f32 = o32,
+                                                 .n_rows = part ? dn : NULL,
+                                                 .scratch = dscratch};
+                    char what[160];
+                    snprintf(what, sizeof what, "linear+ln %dx%dx%d %s rows %d %s %d (%s)", (int)n,
+                             (int)in, (int)out, mode_name[mode], (int)rows,
+                             tuned ? "tuned" : "rank", (int)rank, kern_linear_plan_describe(p));
+                    rc = kern_linear_cuda(lt, p, y, dx, dw, dbias, &ln, ws, ws_bytes, g_st, &err);
+                    CHECK_MSG(rc == 0, "linear_cuda %s: %s", what, err.msg);
+                    if (rc != 0)
+                        continue;
+                    float *got = s_down_bf(y, no);
+                    s_cmp(what, got, ref, nr, 1e-2, 1e-2);
+                    /* rows past *n_rows: the in-place bf16 residual kept, else still poisoned */
+                    const size_t bad = s_untouched(got, r16 ? res : NULL, nr, no);
+                    CHECK_MSG(bad == 0, "%s: %zu elements past row %d written (y)", what, bad,
+                              (int)rows);
+                    free(got);
+                    if (o32) { /* fp32 copy: as close (the unfused sum was rounded to bf16) */
+                        got = s_down_f32(o32, no);
+                        char what32[176];
+                        snprintf(what32, sizeof what32, "%s fp32 out", what);
+                        s_cmp(what32, got, ref, nr, 1e-2, 1e-2);
+                        const size_t bad32 = s_untouched(got, r16 ? NULL : res, nr, no);
+                        CHECK_MSG(bad32 == 0, "%s: %zu elements past row %d written (out_f32)",
+                                  what, bad32, (int)rows);
+                        free(got);
+                    }
+                    n_runs++;
+                }
+            kern_linear_plan_destroy(&p);
+        }
+        /* argument checks, on a plan of cuBLASLt's first choice */
+        if (si == 0) {
+            kern_linear_plan_t *p = NULL, *pb = NULL;
+            com_error_t err = {0};
+            CHECK(kern_linear_plan_new(lt, n, in, out, KERN_LINEAR_BIAS_ADD_LN, ws_bytes, 0, &p,
+                                       &err) == 0);
+            CHECK(kern_linear_plan_new(lt, n, in, out, KERN_LINEAR_BIAS, ws_bytes, 0, &pb, &err) ==
+                  0);
+            const kern_linear_ln_t good = {.residual = dres32,
+                                           .gamma = dg,
+                                           .beta = dbe,
+                                           .eps = eps,
+                                           .out_f32 = dres32,
+                                           .scratch = dscratch};
+            kern_linear_ln_t both = good, neither = good, no_scratch = good, alias = good;
+            both.residual_bf16 = dres16;
+            neither.residual = NULL;
+            no_scratch.scratch = NULL;
+            alias.scratch = dy;
+            const kern_linear_ln_t *bad[] = {NULL, &both, &neither, &no_scratch, &alias};
+            for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+                CHECK_MSG(kern_linear_cuda(lt, p, dy, dx, dw, dbias, bad[k], ws, ws_bytes, g_st,
+                                           &err) == COM_EINVAL,
+                          "linear_cuda accepted bad ln %zu", k);
+                CHECK_MSG(kern_linear_plan_tune(lt, p, dy, dx, dw, dbias, bad[k], ws, ws_bytes,
+                                                g_st, NULL, &err) == COM_EINVAL,
+                          "linear tune accepted bad ln %zu", k);
+            }
+            /* other epilogues ignore ln, whatever it holds */
+            CHECK(kern_linear_cuda(lt, pb, dy, dx, dw, dbias, &both, ws, ws_bytes, g_st, &err) ==
+                  0);
+            KERN_CUDA_FATAL(cudaStreamSynchronize(g_st));
+            kern_linear_plan_destroy(&p);
+            kern_linear_plan_destroy(&pb);
+        }
+        free(x), free(w), free(bias), free(res), free(g), free(be), free(ref), free(res16);
+        cudaFree(dx), cudaFree(dw), cudaFree(dbias), cudaFree(dres16), cudaFree(dy);
+        cudaFree(dscratch), cudaFree(dres32), cudaFree(do32), cudaFree(dg), cudaFree(dbe);
+        cudaFree(dn);
+    }
+    /* on Hopper the fused configurations must have run (gemm_wgmma is sm_90a only) */
+    if (prop.major == 9 && prop.minor == 0)
+        CHECK_MSG(n_fused > 0, "linear+ln: no configuration fusing the LayerNorm ran");
+    /* every configuration of ours ran: the others at every epilogue 0-2 (test_linear) and the
+     * unfused epilogue 3, those fusing the LayerNorm at epilogue 3 alone */
+    static const char *epi_name[4] = {"none", "bias", "bias+gelu", "bias+residual+LN"};
+    for (int32_t c = 0; c < n_own; c++)
+        for (int ep = 0; ep < 4; ep++) {
+            const bool want = g_own_fuses[c] ? ep == 3 : true;
+            const int min = ep == 3 ? 2 : 3;
+            CHECK_MSG(want ? g_own_seen[c][ep] >= min : g_own_seen[c][ep] == 0,
+                      "linear: own configuration %d (%s the LayerNorm), epilogue %s: %d shapes",
+                      (int)c, g_own_fuses[c] ? "fusing" : "not fusing", epi_name[ep],
+                      g_own_seen[c][ep]);
+        }
+    printf("linear + LayerNorm: %d candidates x shapes (%d of them fused) x 4 modes (fp32 / bf16 "
+           "residual x all / partial rows) = %d runs checked\n",
+           n_cand, n_fused, n_runs);
     cudaFree(ws);
     cublasLtDestroy(lt);
 }
@@ -278,15 +491,16 @@ static void test_linear(void) {
 /* x [T, 1024] is written by kern_attention_cuda (one sequence of T = 1024 tokens, 16 heads x 64,
  * not causal) and read at once by the GEMM on the same stream, with no synchronisation between:
  * each of our configurations (KERN_LINEAR_OWN plans: kern_linear_cuda -> kern_gemm_mma_cuda, a
- * direct launch) and cuBLASLt's first choice, every epilogue. Why a bug would show: our kernels
- * trigger their dependents right after their own pdl_wait, so the GEMM grid is launched as soon
- * as every attention CTA has started, and its CTAs run beside them (16 x 16 = 256 attention
- * CTAs, about 2 per SM on an H200, leave registers and shared memory free). Each attention CTA
- * walks all 16 key blocks before it writes its 64 rows, microseconds after the GEMM's CTAs have
- * started; x is poisoned (NaN) before every run. A GEMM that copied an x tile before its
+ * direct launch; not those fusing the LayerNorm, which run only epilogue 3 and need out to be a
+ * multiple of their tile width) and cuBLASLt's first choice, every epilogue 0-2. Why a bug would
+ * show: our kernels trigger their dependents right after their own pdl_wait, so the GEMM grid is
+ * launched as soon as every attention CTA has started, and its CTAs run beside them (16 x 16 = 256
+ * attention CTAs, about 2 per SM on an H200, leave registers and shared memory free). Each
+ * attention CTA walks all 16 key blocks before it writes its 64 rows, microseconds after the GEMM's
+ * CTAs have started; x is poisoned (NaN) before every run. A GEMM that copied an x tile before its
  * pdl_wait would thus read NaN and y would hold NaN, which s_cmp counts as bad; reading w and b
- * early (uploaded by cudaMemcpy before) is allowed. The reference is kern_linear_ref over x as
- * the device holds it (bf16, downloaded; the producer is deterministic, checked every run). */
+ * early (uploaded by cudaMemcpy before) is allowed. The reference is kern_linear_ref over x as the
+ * device holds it (bf16, downloaded; the producer is deterministic, checked every run). */
 static void test_linear_pdl(void) {
     const int32_t T = 1024, nh = 16, hd = 64, in = nh * hd, out = 136;
     static const char *epi_name[3] = {"none", "bias", "bias+gelu"};
@@ -323,6 +537,8 @@ static void test_linear_pdl(void) {
         const bool own = i < n_own;
         const int32_t rank = own ? KERN_LINEAR_OWN(i) : 0;
         const int ep = own ? (int)(i % 3) : (int)(i - n_own);
+        if (own && g_own_fuses[i])
+            continue; /* runs only epilogue 3, at out % its tile width == 0 */
         kern_linear_plan_t *p = NULL;
         int rc = kern_linear_plan_new(lt, T, in, out, (kern_linear_epilogue_t)ep, ws_bytes, rank,
                                       &p, &err);
@@ -338,7 +554,8 @@ static void test_linear_pdl(void) {
         rc = kern_attention_cuda(&ap, dx, in, dqkv, 3 * in, dqkv + in, 3 * in, dqkv + 2 * in,
                                  3 * in, dcu, dts, dn, T, g_st, &err);
         if (rc == 0)
-            rc = kern_linear_cuda(lt, p, dy, dx, dw, ep ? dbias : NULL, ws, ws_bytes, g_st, &err);
+            rc = kern_linear_cuda(lt, p, dy, dx, dw, ep ? dbias : NULL, NULL, ws, ws_bytes, g_st,
+                                  &err);
         CHECK_MSG(rc == 0, "%s: %s", what, err.msg);
         float *got = s_down_bf(dy, (size_t)T * out), *x2 = s_down_bf(dx, (size_t)T * in);
         CHECK_MSG(memcmp(x2, x, (size_t)T * in * sizeof *x) == 0, "%s: the producer's x differs",
@@ -348,8 +565,8 @@ static void test_linear_pdl(void) {
         kern_linear_plan_destroy(&p);
         n_runs++;
     }
-    printf("linear behind its producer (PDL): %d plans (%d own configurations, cuBLASLt x 3 "
-           "epilogues) checked\n",
+    printf("linear behind its producer (PDL): %d plans (%d own configurations but those fusing "
+           "the LayerNorm, cuBLASLt x 3 epilogues) checked\n",
            n_runs, (int)n_own);
     for (int ep = 0; ep < 3; ep++)
         free(ref[ep]);
@@ -672,6 +889,7 @@ int main(void) {
     KERN_CUDA_FATAL(cudaStreamCreate(&g_st));
     test_embed();
     test_linear();
+    test_linear_ln(); /* after test_linear: checks the coverage of both */
     test_linear_pdl();
     test_bias_gelu();
     test_add_layernorm();

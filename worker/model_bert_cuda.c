@@ -13,17 +13,21 @@
  *                               residual stream itself with residual_bf16)
  *   big    bf16  [T, max(3H,I)] QKV, later the FFN intermediate
  *   ctx    bf16  [T, H]         attention output
- *   tmp    bf16  [T, H]         output projections (bias fused in the GEMM epilogue)
+ *   tmp    bf16  [T, H]         the output / FFN-down GEMM's result (+ bias) when the plan
+ *                               runs the residual + LayerNorm as a kernel of its own (ln scratch)
  *   out    fp32  [T, H]         pooled embeddings [n_seqs, out_dim]
  *   ws     32 MiB               cuBLASLt workspace (every plan is chosen to fit it)
  * GEMM algorithms: per bucket and GEMM, the fastest of cuBLASLt's heuristic candidates and our
  * own kernels (kernels/linear.h), timed at start (s_tune; checked in the whole forward pass at
  * the latency buckets) or taken from the tuning cache (worker/tune_cache.h).
  * Per layer (bucket T): qkv = hb Wqkv^T + bqkv (BIAS epilogue); ctx = attention;
- * tmp = ctx Wo^T + bo; h32,hb = LN(tmp + h32); big = GELU(hb W1^T + b1) (one kernel when ours
- * wins the timing, else cuBLASLt + the GELU kernel); tmp = big W2^T + b2; h32,hb = LN(tmp + h32)
- * (with residual_bf16: hb = LN(tmp + hb)). Then pooling from h32 into out. Padding rows
- * [n_tokens, T) of hb are zeros (embedding kernel) and stay finite everywhere else.
+ * h32,hb = LN(ctx Wo^T + bo + h32) (BIAS_ADD_LN epilogue: one kernel when our fused Hopper GEMM
+ * wins the timing, else the GEMM into tmp and the residual + LayerNorm kernel);
+ * big = GELU(hb W1^T + b1) (one kernel when ours wins the timing, else cuBLASLt + the GELU
+ * kernel); h32,hb = LN(big W2^T + b2 + h32) (BIAS_ADD_LN again). With residual_bf16 the
+ * LayerNorms read and write hb alone (hb = LN(. + hb); the last one writes h32 too). Then
+ * pooling from h32 into out. Padding rows [n_tokens, T) of hb are zeros (embedding kernel) and
+ * stay finite everywhere else (the LayerNorms do not write them).
  * Thread: the engine's submitting thread; stream: the one passed to forward. */
 #include "worker/model_bert_cuda.h"
 
@@ -35,7 +39,6 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/safetensors.h"
-#include "kernels/add_layernorm.h"
 #include "kernels/attention.h"
 #include "kernels/embed_layernorm.h"
 #include "kernels/kern_cuda.h"
@@ -328,14 +331,20 @@ static int s_time_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t st, cudaE
     return 0;
 }
 
-/* The tuning cache key of GEMM i at bucket b: shape and epilogue. */
+/* The epilogue of GEMM i (enum above). */
+static const kern_linear_epilogue_t s_epi[S_N_GEMM] = {[S_QKV] = KERN_LINEAR_BIAS,
+                                                       [S_OUT] = KERN_LINEAR_BIAS_ADD_LN,
+                                                       [S_FF1] = KERN_LINEAR_BIAS_GELU,
+                                                       [S_FF2] = KERN_LINEAR_BIAS_ADD_LN};
+
+/* The tuning cache key of GEMM i at bucket b: shape and epilogue, and for the LayerNorm
+ * epilogue the residual stream's type (a bf16 residual makes another op to time). */
 static void s_plan_key(const wrk_bert_cuda_t *m, int32_t b, int i, char *key, size_t cap) {
     const int32_t H = m->info.hidden_size, I = m->info.intermediate_size;
-    static const int32_t epi[S_N_GEMM] = {KERN_LINEAR_BIAS, KERN_LINEAR_BIAS, KERN_LINEAR_BIAS_GELU,
-                                          KERN_LINEAR_BIAS};
     const int32_t in[S_N_GEMM] = {H, H, H, I}, out[S_N_GEMM] = {3 * H, H, I, H};
-    snprintf(key, cap, "n %d in %d out %d epi %d", (int)m->buckets[b], (int)in[i], (int)out[i],
-             (int)epi[i]);
+    snprintf(key, cap, "n %d in %d out %d epi %d%s", (int)m->buckets[b], (int)in[i], (int)out[i],
+             (int)s_epi[i],
+             s_epi[i] == KERN_LINEAR_BIAS_ADD_LN && m->residual_bf16 ? " residual bf16" : "");
 }
 
 /* Latency buckets (<= S_CONTEXT_MAX tokens) whose plans were just timed one GEMM at a time: for
@@ -419,18 +428,35 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
             COM_WARN("bert cuda: tuning cache %s: %d malformed lines skipped", cache_path,
                      (int)wrk_tune_cache_skipped(cache));
     }
-    int rc = s_fill_activations(m, 0x3c, err); /* bf16 0x3c3c = 0.0115 */
+    /* bf16 0x3c3c and fp32 0x3c3c3c3c are both 0.0115: finite inputs and residuals. The
+     * LayerNorm plans then renormalise h32 / hb in place on every timed run, which keeps them
+     * finite (LayerNorm output is bounded by gamma and beta). */
+    int rc = s_fill_activations(m, 0x3c, err);
     const s_layer_t *L = &m->layers[0];
+    const bool r16 = m->residual_bf16;
     int32_t changed = 0, timed = 0, refined = 0;
     for (int32_t b = 0; b < m->n_buckets && rc == 0; b++) {
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
+        /* as the forward pass has them, but n_rows NULL (every row: a full bucket; the input
+         * area holds the last in-context batch, whose token count may be smaller) */
+        const kern_linear_ln_t ln1 = {.residual = r16 ? NULL : m->h32,
+                                      .residual_bf16 = r16 ? m->hb : NULL,
+                                      .gamma = L->ln1_g,
+                                      .beta = L->ln1_b,
+                                      .eps = m->info.layer_norm_eps,
+                                      .out_f32 = r16 ? NULL : m->h32,
+                                      .n_rows = NULL,
+                                      .scratch = m->tmp};
+        kern_linear_ln_t ln2 = ln1;
+        ln2.gamma = L->ln2_g, ln2.beta = L->ln2_b;
         struct {
             uint16_t *y;
             const uint16_t *x, *w, *bias;
-        } g[S_N_GEMM] = {[S_QKV] = {m->big, m->hb, L->wqkv, L->bqkv},
-                         [S_OUT] = {m->tmp, m->ctx, L->wo, L->bo},
-                         [S_FF1] = {m->big, m->hb, L->w1, L->b1},
-                         [S_FF2] = {m->tmp, m->big, L->w2, L->b2}};
+            const kern_linear_ln_t *ln;
+        } g[S_N_GEMM] = {[S_QKV] = {m->big, m->hb, L->wqkv, L->bqkv, NULL},
+                         [S_OUT] = {m->hb, m->ctx, L->wo, L->bo, &ln1},
+                         [S_FF1] = {m->big, m->hb, L->w1, L->b1, NULL},
+                         [S_FF2] = {m->hb, m->big, L->w2, L->b2, &ln2}};
         char key[S_N_GEMM][64];
         int32_t timed_here = 0;
         for (int i = 0; i < S_N_GEMM && rc == 0; i++) {
@@ -441,8 +467,8 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
                 kern_linear_plan_choose(p[i], chosen, NULL) == 0 &&
                 strcmp(kern_linear_plan_describe(p[i]), kept) == 0)
                 continue;
-            rc = kern_linear_plan_tune(m->lt, p[i], g[i].y, g[i].x, g[i].w, g[i].bias, m->ws,
-                                       S_WORKSPACE_BYTES, NULL, &chosen, err);
+            rc = kern_linear_plan_tune(m->lt, p[i], g[i].y, g[i].x, g[i].w, g[i].bias, g[i].ln,
+                                       m->ws, S_WORKSPACE_BYTES, NULL, &chosen, err);
             timed_here++;
         }
         /* cached choices were refined when they were saved */
@@ -542,13 +568,13 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     for (int32_t b = 0; b < n_buckets; b++) {
         const int32_t n = buckets[b], h = (int32_t)H, inter = (int32_t)I;
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
-        if ((rc = kern_linear_plan_new(m->lt, n, h, 3 * h, KERN_LINEAR_BIAS, S_WORKSPACE_BYTES, 0,
+        if ((rc = kern_linear_plan_new(m->lt, n, h, 3 * h, s_epi[S_QKV], S_WORKSPACE_BYTES, 0,
                                        &p[S_QKV], err)) ||
-            (rc = kern_linear_plan_new(m->lt, n, h, h, KERN_LINEAR_BIAS, S_WORKSPACE_BYTES, 0,
+            (rc = kern_linear_plan_new(m->lt, n, h, h, s_epi[S_OUT], S_WORKSPACE_BYTES, 0,
                                        &p[S_OUT], err)) ||
-            (rc = kern_linear_plan_new(m->lt, n, h, inter, KERN_LINEAR_BIAS_GELU, S_WORKSPACE_BYTES,
-                                       0, &p[S_FF1], err)) ||
-            (rc = kern_linear_plan_new(m->lt, n, inter, h, KERN_LINEAR_BIAS, S_WORKSPACE_BYTES, 0,
+            (rc = kern_linear_plan_new(m->lt, n, h, inter, s_epi[S_FF1], S_WORKSPACE_BYTES, 0,
+                                       &p[S_FF1], err)) ||
+            (rc = kern_linear_plan_new(m->lt, n, inter, h, s_epi[S_FF2], S_WORKSPACE_BYTES, 0,
                                        &p[S_FF2], err)))
             goto err;
     }
@@ -602,26 +628,31 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t stream, c
                                     err));
     for (int32_t l = 0; l < in->num_layers; l++) {
         const s_layer_t *L = &m->layers[l];
-        S_TRY(kern_linear_cuda(m->lt, p[S_QKV], m->big, m->hb, L->wqkv, L->bqkv, m->ws,
+        const bool last = l == in->num_layers - 1; /* the pooling reads h32 */
+        /* the sublayer ends: hb (and h32 with the fp32 residual) = LN(GEMM + b + residual), in
+         * place on the residual stream; tmp is the GEMM's output when the LayerNorm runs as a
+         * kernel of its own; rows >= n_tokens untouched */
+        const kern_linear_ln_t ln1 = {.residual = r16 ? NULL : m->h32,
+                                      .residual_bf16 = r16 ? m->hb : NULL,
+                                      .gamma = L->ln1_g,
+                                      .beta = L->ln1_b,
+                                      .eps = eps,
+                                      .out_f32 = r16 ? NULL : m->h32,
+                                      .n_rows = n_tokens,
+                                      .scratch = m->tmp};
+        kern_linear_ln_t ln2 = ln1;
+        ln2.gamma = L->ln2_g, ln2.beta = L->ln2_b;
+        ln2.out_f32 = r16 && !last ? NULL : m->h32;
+        S_TRY(kern_linear_cuda(m->lt, p[S_QKV], m->big, m->hb, L->wqkv, L->bqkv, NULL, m->ws,
                                S_WORKSPACE_BYTES, stream, err));
         S_TRY(kern_attention_cuda(&ap, m->ctx, H, m->big, 3 * H, m->big + H, 3 * H, m->big + 2 * H,
                                   3 * H, cu, seq, n_tokens, T, stream, err));
-        S_TRY(kern_linear_cuda(m->lt, p[S_OUT], m->tmp, m->ctx, L->wo, L->bo, m->ws,
-                               S_WORKSPACE_BYTES, stream, err));
-        S_TRY(r16 ? kern_add_layernorm_bf16_cuda(NULL, m->hb, m->tmp, NULL, m->hb, L->ln1_g,
-                                                 L->ln1_b, T, n_tokens, H, eps, stream, err)
-                  : kern_add_layernorm_cuda(m->h32, m->hb, m->tmp, NULL, m->h32, L->ln1_g, L->ln1_b,
-                                            T, n_tokens, H, eps, stream, err));
-        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], m->big, m->hb, L->w1, L->b1, m->ws,
+        S_TRY(kern_linear_cuda(m->lt, p[S_OUT], m->hb, m->ctx, L->wo, L->bo, &ln1, m->ws,
+                               S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
+        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], m->big, m->hb, L->w1, L->b1, NULL, m->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + GELU */
-        S_TRY(kern_linear_cuda(m->lt, p[S_FF2], m->tmp, m->big, L->w2, L->b2, m->ws,
-                               S_WORKSPACE_BYTES, stream, err));
-        const bool last = l == in->num_layers - 1; /* the pooling reads h32 */
-        S_TRY(r16 ? kern_add_layernorm_bf16_cuda(last ? m->h32 : NULL, m->hb, m->tmp, NULL, m->hb,
-                                                 L->ln2_g, L->ln2_b, T, n_tokens, H, eps, stream,
-                                                 err)
-                  : kern_add_layernorm_cuda(m->h32, m->hb, m->tmp, NULL, m->h32, L->ln2_g, L->ln2_b,
-                                            T, n_tokens, H, eps, stream, err));
+        S_TRY(kern_linear_cuda(m->lt, p[S_FF2], m->hb, m->big, L->w2, L->b2, &ln2, m->ws,
+                               S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
     }
     const kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
                                   : in->pooling == COM_POOL_LAST ? KERN_POOL_LAST
