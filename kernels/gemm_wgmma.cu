@@ -70,11 +70,12 @@ template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN> struc
     static constexpr bool kOneTile = SPLIT > 1 || LN;
     static constexpr size_t kStaging = kOneTile ? (size_t)kBM * kCS * 4 : 0;
     static constexpr size_t kOut = kOneTile ? 0 : (size_t)NC * 64 * MI * BN * 2;
-    /* + 1 KiB to align the ring to 1024 bytes (the swizzle atom) */
     /* LayerNorm: this CTA's rows of the residual tile (fp32, or bf16 in the first half),
-     * prefetched during the main loop */
+     * prefetched during the main loop, at kResidOff from the ring */
     static constexpr size_t kResid = LN ? (size_t)(kBM / SPLIT) * BN * 4 : 0;
-    static constexpr size_t kSmem = (kRing > kStaging ? kRing : kStaging) + kOut + kResid + 1024;
+    static constexpr size_t kResidOff = kRing > kStaging ? kRing : kStaging;
+    /* + 1 KiB to align the ring to 1024 bytes (the swizzle atom) */
+    static constexpr size_t kSmem = kResidOff + kOut + kResid + 1024;
     static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma N: 64 to 256");
     static_assert(kBM <= 256 && BN <= 256, "TMA box: at most 256 rows");
     static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "stages stay 1024-aligned");
@@ -255,32 +256,25 @@ __device__ __forceinline__ int32_t live_rows(const kern_linear_ln_t &ln, int32_t
     return ln.n_rows ? min(n, *ln.n_rows) : n;
 }
 
-/* 16-byte asynchronous copy global -> shared; bytes < 16 fills the rest with zeros */
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, uint32_t bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
-                 : "memory");
-}
-
-/* Threads i = 0 .. 95 (warps 1-3, idle otherwise) copy rows [r0, r0 + kRows) x columns
+/* Threads i0 = 0 .. 95 (warps 1-3, idle otherwise) copy rows [r0, r0 + kRows) x columns
  * [c0, c0 + BN) of the residual (fp32 or bf16) into the dense [rows][BN] tile at dst; rows past
  * the live ones read as zeros. One commit group, waited for by the epilogue. */
 template <int kRows, int BN>
 __device__ __forceinline__ void prefetch_residual(uint32_t dst, const kern_linear_ln_t &ln,
                                                   int32_t n, int32_t N, int32_t r0, int32_t c0,
-                                                  int ct) {
+                                                  int i0) {
     const int32_t n_live = live_rows(ln, n);
     const int esz = ln.residual ? 4 : 2, per_row = BN * esz / 16; /* 16-byte chunks */
     const unsigned char *base = ln.residual
                                     ? reinterpret_cast<const unsigned char *>(ln.residual)
                                     : reinterpret_cast<const unsigned char *>(ln.residual_bf16);
-    for (int i = ct; i < kRows * per_row; i += 96) {
+    for (int i = i0; i < kRows * per_row; i += 96) {
         const int r = i / per_row, k = i % per_row;
-        const int32_t gr = r0 + r;
-        const bool live = gr < n_live;
-        const unsigned char *src = base + ((int64_t)(live ? gr : 0) * N + c0) * esz + k * 16;
-        cp_async16(dst + (uint32_t)(r * per_row + k) * 16u, src, live ? 16u : 0u);
+        const int32_t gr = r0 + r; /* a dead row reads nothing (0 source bytes) */
+        kern::cp_async16(dst + (uint32_t)(r * per_row + k) * 16u,
+                         base + ((int64_t)gr * N + c0) * esz + k * 16, gr < n_live ? 16 : 0);
     }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    kern::cp_async_commit();
 }
 
 /* Rows and columns of output tile `tile` (column tiles fastest: CTAs running side by side share
@@ -378,7 +372,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                     /* warps 1-3 stage the epilogue's operands off the consumers' path: the
                      * LayerNorm parameters (weights) before the PDL wait, the residual after it
                      * (it arrives while the main loop runs) */
-                    const int32_t c0 = (int32_t)blockIdx.x % n_col_tiles * BN;
+                    const int32_t c0 = (int32_t)blockIdx.x % n_col_tiles * BN; /* one tile */
                     for (int c = t128 - 32; c < BN; c += 96) {
                         ln_par[0][c] = kern::bf2f(b[c0 + c]);
                         ln_par[1][c] = ln.gamma[c0 + c];
@@ -388,11 +382,12 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
             kern::pdl_wait();
             kern::pdl_trigger();
             if constexpr (LN)
-                if (t128 >= 32)
-                    prefetch_residual<BM / SPLIT, BN>(
-                        ring + (uint32_t)(C::kRing > C::kStaging ? C::kRing : C::kStaging), ln, n,
-                        N, (int32_t)blockIdx.x / n_col_tiles * BM + rank * (BM / SPLIT),
-                        (int32_t)blockIdx.x % n_col_tiles * BN, t128 - 32);
+                if (t128 >= 32) {
+                    int32_t row0, col0; /* one tile per CTA */
+                    tile_origin<BM, BN>((int32_t)blockIdx.x, n_col_tiles, row0, col0);
+                    prefetch_residual<BM / SPLIT, BN>(ring + (uint32_t)C::kResidOff, ln, n, N,
+                                                      row0 + rank * (BM / SPLIT), col0, t128 - 32);
+                }
         }
     } else {
         if constexpr (kRebalance)
@@ -577,10 +572,9 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
             static_assert(kRows % 4 == 0, "whole row quads");
             const int32_t n_live = live_rows(ln, n);
             const int wi = (int)threadIdx.x / 32, g = lane % 8;
-            const unsigned char *resid =
-                ring_ptr + (C::kRing > C::kStaging ? C::kRing : C::kStaging);
+            const unsigned char *resid = ring_ptr + C::kResidOff; /* dense [kRows][BN] */
             const bool r32 = ln.residual != nullptr;
-            asm volatile("cp.async.wait_all;\n" ::: "memory");
+            kern::cp_async_wait<0>();
             __syncthreads(); /* the reduced rows (split-K), residual and parameters are in place */
             for (int q = wi; q < kQuads; q += kWarps) {
                 const int rr = 4 * q + lane / 8, r = rank * kRows + rr;
@@ -590,34 +584,19 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                     const int c = 64 * j + 8 * g;
                     float *t = Cs + r * C::kCS + c;
                     float rs[8];
-                    if (r32) {
-                        const float4 *p4 =
-                            reinterpret_cast<const float4 *>(resid + ((size_t)rr * BN + c) * 4);
-                        const float4 a = p4[0], e = p4[1];
-                        rs[0] = a.x, rs[1] = a.y, rs[2] = a.z, rs[3] = a.w;
-                        rs[4] = e.x, rs[5] = e.y, rs[6] = e.z, rs[7] = e.w;
-                    } else {
-                        const uint4 h =
-                            *reinterpret_cast<const uint4 *>(resid + ((size_t)rr * BN + c) * 2);
-                        const uint32_t hw[4] = {h.x, h.y, h.z, h.w};
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            rs[2 * e] = kern::bf2f((uint16_t)(hw[e] & 0xffffu));
-                            rs[2 * e + 1] = kern::bf2f((uint16_t)(hw[e] >> 16));
-                        }
-                    }
-                    const float4 t0 = reinterpret_cast<const float4 *>(t)[0],
-                                 t1 = reinterpret_cast<const float4 *>(t)[1];
-                    const float tv[8] = {t0.x, t0.y, t0.z, t0.w, t1.x, t1.y, t1.z, t1.w};
+                    if (r32)
+                        kern::load_f32<8>(reinterpret_cast<const float *>(resid) + rr * BN + c, rs);
+                    else
+                        kern::load_bf16<8>(reinterpret_cast<const uint16_t *>(resid) + rr * BN + c,
+                                           rs);
+                    float *vj = v + 8 * j;
+                    kern::load_f32<8>(t, vj);
 #pragma unroll
                     for (int e = 0; e < 8; e++) {
-                        v[8 * j + e] = tv[e] + ln_par[0][c + e] + rs[e];
-                        sum += v[8 * j + e];
+                        vj[e] += ln_par[0][c + e] + rs[e];
+                        sum += vj[e];
                     }
-                    reinterpret_cast<float4 *>(t)[0] =
-                        make_float4(v[8 * j], v[8 * j + 1], v[8 * j + 2], v[8 * j + 3]);
-                    reinterpret_cast<float4 *>(t)[1] =
-                        make_float4(v[8 * j + 4], v[8 * j + 5], v[8 * j + 6], v[8 * j + 7]);
+                    kern::store_f32<8>(t, vj);
                 }
 #pragma unroll
                 for (int o = 1; o < 8; o *= 2)
@@ -675,11 +654,8 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                         o8[e] = (t[e] - mean) * rstd * ln_par[1][c + e] + ln_par[2][c + e];
                     const int64_t o = (int64_t)gr * N + col0 + c;
                     kern::store_bf16<8>(y + o, o8);
-                    if (ln.out_f32) {
-                        float4 *d4 = reinterpret_cast<float4 *>(ln.out_f32 + o);
-                        d4[0] = make_float4(o8[0], o8[1], o8[2], o8[3]);
-                        d4[1] = make_float4(o8[4], o8[5], o8[6], o8[7]);
-                    }
+                    if (ln.out_f32)
+                        kern::store_f32<8>(ln.out_f32 + o, o8);
                 }
             }
         }

@@ -428,14 +428,14 @@ extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p,
             cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b),
             err);
     /* 16-byte alignment, which our configurations need of what they read and write: the GEMM's
-     * output is y, or ln->scratch when the LayerNorm runs as a kernel of its own */
+     * output is y, or ln->scratch when the LayerNorm runs as a kernel of its own; the fused
+     * ones also copy the residual and store out_f32 16 bytes at a time (gemm_wgmma.cu) */
     const bool ln_epi = p->epi == KERN_LINEAR_BIAS_ADD_LN;
     const bool in_ok = kern::aligned16(x) && kern::aligned16(w);
     const bool aligned_unfused = in_ok && kern::aligned16(ln_epi ? ln->scratch : y);
     const bool aligned_fused = in_ok && ln_epi && kern::aligned16(y) &&
                                kern::aligned16(ln->residual) &&
-                               kern::aligned16(ln->residual_bf16) && kern::aligned16(ln->out_f32) &&
-                               kern::aligned16(ln->gamma) && kern::aligned16(ln->beta);
+                               kern::aligned16(ln->residual_bf16) && kern::aligned16(ln->out_f32);
     cudaEvent_t e0 = NULL, e1 = NULL;
     KERN_CUDA_TRY(cudaEventCreate(&e0), err);
     cudaError_t ce = cudaEventCreate(&e1);

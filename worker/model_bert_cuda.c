@@ -337,6 +337,23 @@ static const kern_linear_epilogue_t s_epi[S_N_GEMM] = {[S_QKV] = KERN_LINEAR_BIA
                                                        [S_FF1] = KERN_LINEAR_BIAS_GELU,
                                                        [S_FF2] = KERN_LINEAR_BIAS_ADD_LN};
 
+/* The operands of a sublayer end (KERN_LINEAR_BIAS_ADD_LN) of layer L: after attention (ffn
+ * false) or after the FFN. The residual stream is updated in place: h32 and hb with the fp32
+ * residual, hb alone with residual_bf16 unless f32_too (the last layer's, which the pooling
+ * reads from h32). tmp is the GEMM's output when the LayerNorm runs as a kernel of its own. */
+static kern_linear_ln_t s_sublayer_end(const wrk_bert_cuda_t *m, const s_layer_t *L, bool ffn,
+                                       const int32_t *n_rows, bool f32_too) {
+    const bool r16 = m->residual_bf16;
+    return (kern_linear_ln_t){.residual = r16 ? NULL : m->h32,
+                              .residual_bf16 = r16 ? m->hb : NULL,
+                              .gamma = ffn ? L->ln2_g : L->ln1_g,
+                              .beta = ffn ? L->ln2_b : L->ln1_b,
+                              .eps = m->info.layer_norm_eps,
+                              .out_f32 = r16 && !f32_too ? NULL : m->h32,
+                              .n_rows = n_rows,
+                              .scratch = m->tmp};
+}
+
 /* The tuning cache key of GEMM i at bucket b: shape and epilogue, and for the LayerNorm
  * epilogue the residual stream's type (a bf16 residual makes another op to time). */
 static void s_plan_key(const wrk_bert_cuda_t *m, int32_t b, int i, char *key, size_t cap) {
@@ -433,22 +450,13 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
      * finite (LayerNorm output is bounded by gamma and beta). */
     int rc = s_fill_activations(m, 0x3c, err);
     const s_layer_t *L = &m->layers[0];
-    const bool r16 = m->residual_bf16;
     int32_t changed = 0, timed = 0, refined = 0;
     for (int32_t b = 0; b < m->n_buckets && rc == 0; b++) {
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
         /* as the forward pass has them, but n_rows NULL (every row: a full bucket; the input
          * area holds the last in-context batch, whose token count may be smaller) */
-        const kern_linear_ln_t ln1 = {.residual = r16 ? NULL : m->h32,
-                                      .residual_bf16 = r16 ? m->hb : NULL,
-                                      .gamma = L->ln1_g,
-                                      .beta = L->ln1_b,
-                                      .eps = m->info.layer_norm_eps,
-                                      .out_f32 = r16 ? NULL : m->h32,
-                                      .n_rows = NULL,
-                                      .scratch = m->tmp};
-        kern_linear_ln_t ln2 = ln1;
-        ln2.gamma = L->ln2_g, ln2.beta = L->ln2_b;
+        const kern_linear_ln_t ln1 = s_sublayer_end(m, L, false, NULL, false),
+                               ln2 = s_sublayer_end(m, L, true, NULL, false);
         struct {
             uint16_t *y;
             const uint16_t *x, *w, *bias;
@@ -629,20 +637,9 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t stream, c
     for (int32_t l = 0; l < in->num_layers; l++) {
         const s_layer_t *L = &m->layers[l];
         const bool last = l == in->num_layers - 1; /* the pooling reads h32 */
-        /* the sublayer ends: hb (and h32 with the fp32 residual) = LN(GEMM + b + residual), in
-         * place on the residual stream; tmp is the GEMM's output when the LayerNorm runs as a
-         * kernel of its own; rows >= n_tokens untouched */
-        const kern_linear_ln_t ln1 = {.residual = r16 ? NULL : m->h32,
-                                      .residual_bf16 = r16 ? m->hb : NULL,
-                                      .gamma = L->ln1_g,
-                                      .beta = L->ln1_b,
-                                      .eps = eps,
-                                      .out_f32 = r16 ? NULL : m->h32,
-                                      .n_rows = n_tokens,
-                                      .scratch = m->tmp};
-        kern_linear_ln_t ln2 = ln1;
-        ln2.gamma = L->ln2_g, ln2.beta = L->ln2_b;
-        ln2.out_f32 = r16 && !last ? NULL : m->h32;
+        /* hb (and h32) = LN(GEMM + b + residual); rows >= n_tokens untouched */
+        const kern_linear_ln_t ln1 = s_sublayer_end(m, L, false, n_tokens, false),
+                               ln2 = s_sublayer_end(m, L, true, n_tokens, last);
         S_TRY(kern_linear_cuda(m->lt, p[S_QKV], m->big, m->hb, L->wqkv, L->bqkv, NULL, m->ws,
                                S_WORKSPACE_BYTES, stream, err));
         S_TRY(kern_attention_cuda(&ap, m->ctx, H, m->big, 3 * H, m->big + H, 3 * H, m->big + 2 * H,
