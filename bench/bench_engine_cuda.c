@@ -118,7 +118,10 @@ static work_t s_work(const int32_t *lens, int32_t n, int32_t len, int32_t vocab,
     return w;
 }
 
-/* submit k batches (slices of w, consecutive sequences) back to back, wait for all: ms */
+/* submit k batches (slices of w, consecutive sequences) back to back, wait for all: ms
+ * (g_submit_ms: how long the submit calls took, the host's share of the wall time before the
+ * GPU can start) */
+static double g_submit_ms;
 static double s_run(wrk_engine_t *e, const work_t *w, int32_t k) {
     wrk_result_t *r[64];
     com_error_t err = {0};
@@ -135,6 +138,7 @@ static double s_run(wrk_engine_t *e, const work_t *w, int32_t k) {
             exit(1);
         }
     }
+    g_submit_ms = 1e3 * bench_now_s() - t0;
     for (int32_t i = 0; i < k; i++) {
         if (wrk_result_wait(r[i], &err) != 0) {
             fprintf(stderr, "batch: %s\n", err.msg);
@@ -154,20 +158,24 @@ static double s_gpu_ms(wrk_engine_t *e) {
 
 /* median / p99 wall ms of reps runs after a warm-up (eager, capture, replay); *gpu_med: median
  * GPU ms of the same runs (input copy to output copy, summed over the run's chunks) */
+static double g_submit_med_ms; /* median submit time of the last s_time */
 static void s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps, double *med, double *p99,
                    double *gpu_med) {
     double *v = malloc((size_t)reps * sizeof *v), *g = malloc((size_t)reps * sizeof *g);
+    double *sub = malloc((size_t)reps * sizeof *sub);
     for (int i = 0; i < 3; i++)
         s_run(e, w, k);
     for (int i = 0; i < reps; i++) {
         const double g0 = s_gpu_ms(e);
         v[i] = s_run(e, w, k);
         g[i] = s_gpu_ms(e) - g0;
+        sub[i] = g_submit_ms;
     }
     s_stats(v, reps, med, p99);
-    double gp99;
+    double gp99, sp99;
     s_stats(g, reps, gpu_med, &gp99);
-    free(v), free(g);
+    s_stats(sub, reps, &g_submit_med_ms, &sp99);
+    free(v), free(g), free(sub);
 }
 
 /* bench_engine_cuda profile MODEL_DIR DEVICE CASE[,CASE...] REPS: cases b1_128, ragged, or a
@@ -209,9 +217,9 @@ static int s_profile(const char *dir, const char *device, const char *name, int 
         double med, p99, gmed;
         s_time(e, &w, 1, reps, &med, &p99, &gmed);
         printf("profile %s %s %s: %d seqs, %d tokens: wall median %.4f ms p99 %.4f ms, GPU "
-               "median %.4f ms (%.0f tokens/s wall)\n",
+               "median %.4f ms (%.0f tokens/s wall), submit median %.4f ms\n",
                dir, device, one, (int)w.n_seqs, (int)w.n_tokens, med, p99, gmed,
-               w.n_tokens / (med * 1e-3));
+               w.n_tokens / (med * 1e-3), g_submit_med_ms);
         free(w.ids), free(w.cu);
     }
     wrk_engine_destroy(&e);

@@ -247,17 +247,30 @@ int main(int argc, char **argv) {
     int n_rows = 0;
     static const int32_t shapes[2][4] = {{384, 12, 32, 1536}, {768, 12, 64, 3072}};
     static const char *names[2] = {"minilm", "bert-base"};
-    static const int32_t Ts[2] = {128, 4096};
+    /* 1 x 128 tokens, 8 x 512, and 16384 tokens in ragged sequences of 32..512 (the engine's
+     * first chunk of its ragged bench) */
+    static const int32_t Ts[3] = {128, 4096, 16384};
     for (int m = 0; m < 2; m++)
-        for (int ti = 0; ti < 2; ti++) {
+        for (int ti = 0; ti < 3; ti++) {
             const int32_t H = shapes[m][0], nh = shapes[m][1], hd = shapes[m][2], I = shapes[m][3];
-            const int32_t T = Ts[ti], n_seqs = T <= 512 ? 1 : T / 512;
-            int32_t *cu = malloc(((size_t)n_seqs + 1) * 4), *ts = malloc((size_t)T * 4);
+            const int32_t T = Ts[ti];
+            int32_t *cu = malloc(((size_t)T + 1) * 4), *ts = malloc((size_t)T * 4);
             int32_t *ids = malloc((size_t)T * 4);
-            for (int32_t s = 0; s <= n_seqs; s++)
-                cu[s] = s * (T / n_seqs);
+            int32_t n_seqs = 0;
+            double sum_sq = 0; /* sum of squared lengths: the attention's work */
+            for (cu[0] = 0; cu[n_seqs] < T; n_seqs++) {
+                int32_t len = T <= 512    ? T
+                              : T == 4096 ? 512
+                                          : 32 + (int32_t)com_prng_below(&rng, 481);
+                if (len > T - cu[n_seqs])
+                    len = T - cu[n_seqs];
+                cu[n_seqs + 1] = cu[n_seqs] + len;
+                sum_sq += (double)len * len;
+                for (int32_t t = cu[n_seqs]; t < cu[n_seqs + 1]; t++)
+                    ts[t] = n_seqs;
+            }
             for (int32_t t = 0; t < T; t++)
-                ts[t] = t / (T / n_seqs), ids[t] = (int32_t)com_prng_below(&rng, 30000);
+                ids[t] = (int32_t)com_prng_below(&rng, 30000);
             int32_t *d_cu, *d_ts, *d_ids, *d_n, *d_ns, *d_dim, *d_norm;
             const int32_t one = 1;
             KERN_CUDA_FATAL(cudaMalloc((void **)&d_cu, ((size_t)n_seqs + 1) * 4));
@@ -329,10 +342,18 @@ int main(int argc, char **argv) {
                 kern_linear_plan_destroy(&p);
             }
             const kern_attention_params_t ap = {nh, nh, hd, 0.125f, false};
-            const double att_flops = 4.0 * (T / n_seqs) * (double)T * H;
-            S_TIME(L("attention"), att_flops / 1e3, "TFLOP/s",
-                   S_OK(kern_attention_cuda(&ap, hb, H, x, 3 * H, x + H, 3 * H, x + 2 * H, 3 * H,
-                                            d_cu, d_ts, d_n, T, st, &e_)));
+            const double att_flops = 4.0 * sum_sq * H;
+            static const kern_attention_kernel_t att_k[2] = {KERN_ATTENTION_MMA,
+                                                             KERN_ATTENTION_WGMMA};
+            static const char *att_n[2] = {"attention mma", "attention wgmma"};
+            for (int a = 0; a < 2; a++) {
+                S_TIME(L("attention"), att_flops / 1e3, "TFLOP/s",
+                       S_OK(kern_attention_cuda_kernel(att_k[a], &ap, hb, H, x, 3 * H, x + H, 3 * H,
+                                                       x + 2 * H, 3 * H, d_cu, d_ts, d_n, T, st,
+                                                       &e_)));
+                snprintf(rows[n_rows - 1].name, sizeof rows[0].name, "%s T=%d %s", names[m], (int)T,
+                         att_n[a]);
+            }
             S_TIME(L("bias_gelu"), (double)T * I * 4, "GB/s",
                    S_OK(kern_bias_gelu_cuda(y, b, T, d_n, I, st, &e_)));
             S_TIME(L("add_layernorm"), tb * (2 + 4 + 4 + 2), "GB/s",

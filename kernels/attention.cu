@@ -52,22 +52,10 @@
 #include <type_traits>
 
 #include "kernels/attention.h"
+#include "kernels/attention_wgmma.h"
 #include "kernels/kern_cuda_dev.cuh"
 
 namespace {
-
-/* 2^x by the special-function unit (~2 ulp; -inf -> +0), what exp2f costs several
- * instructions more for */
-__device__ __forceinline__ float ex2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
-}
 
 /* Template: HD head dim, W warps, MT m16 row tiles per warp (CTA rows = 16 MT W), BN keys per
  * block, ST cp.async stages, MINB CTAs per SM for __launch_bounds__ (caps registers). The tile
@@ -281,7 +269,7 @@ __global__ void __launch_bounds__(W * 32, MINB)
                 m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
                 const float mnew = fmaxf(m_run[t][i], m * scale_log2);
                 muse[t][i] = mnew == -INFINITY ? 0.f : mnew;
-                const float alpha = ex2(m_run[t][i] - muse[t][i]); /* -inf -> 0 */
+                const float alpha = kern::ex2(m_run[t][i] - muse[t][i]); /* -inf -> 0 */
                 m_run[t][i] = mnew;
                 l_acc[t][2 * i] *= alpha;
 #pragma unroll
@@ -293,7 +281,7 @@ __global__ void __launch_bounds__(W * 32, MINB)
             for (int n = 0; n < BN / 8; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++)
-                    s[t][n][e] = ex2(fmaf(s[t][n][e], scale_log2, -muse[t][e >> 1]));
+                    s[t][n][e] = kern::ex2(fmaf(s[t][n][e], scale_log2, -muse[t][e >> 1]));
         }
         /* O += P V; P re-packed from the S accumulators into A fragments */
 #pragma unroll
@@ -301,10 +289,10 @@ __global__ void __launch_bounds__(W * 32, MINB)
             uint32_t pa[MT][4];
 #pragma unroll
             for (int t = 0; t < MT; t++) {
-                pa[t][0] = pack_bf16(s[t][2 * kk][0], s[t][2 * kk][1]);
-                pa[t][1] = pack_bf16(s[t][2 * kk][2], s[t][2 * kk][3]);
-                pa[t][2] = pack_bf16(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
-                pa[t][3] = pack_bf16(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
+                pa[t][0] = kern::pack_bf16(s[t][2 * kk][0], s[t][2 * kk][1]);
+                pa[t][1] = kern::pack_bf16(s[t][2 * kk][2], s[t][2 * kk][3]);
+                pa[t][2] = kern::pack_bf16(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
+                pa[t][3] = kern::pack_bf16(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
             }
 #pragma unroll
             for (int t = 0; t < MT; t++)
@@ -359,7 +347,7 @@ __global__ void __launch_bounds__(W * 32, MINB)
 #pragma unroll
             for (int n = 0; n < HD / 8; n++)
                 *reinterpret_cast<uint32_t *>(orow + 8 * n) =
-                    pack_bf16(o_acc[t][n][2 * i] * inv, o_acc[t][n][2 * i + 1] * inv);
+                    kern::pack_bf16(o_acc[t][n][2 * i] * inv, o_acc[t][n][2 * i + 1] * inv);
         }
 }
 
@@ -375,23 +363,8 @@ int s_launch_tile(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, 
                   int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
     auto *kfn = k_attention<HD, CAUSAL, W, MT, BN, ST, MINB>;
     constexpr size_t smem = SmemT<HD, BN, ST>::kBytes;
-    /* function attributes once per device (a bit per device ordinal; setting them twice from
-     * racing threads is harmless): all of the SM's shared memory as carve-out, so MINB CTAs fit
-     * (the default carve-out fits fewer), and > 48 KiB of dynamic shared memory where needed */
     static std::atomic<uint64_t> s_ready{0};
-    int dev = 0;
-    KERN_CUDA_TRY(cudaGetDevice(&dev), err);
-    const uint64_t bit = dev < 64 ? (uint64_t)1 << dev : 0;
-    if (!(s_ready.load(std::memory_order_acquire) & bit)) {
-        if (smem > 48 * 1024)
-            KERN_CUDA_TRY(
-                cudaFuncSetAttribute(kfn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
-                err);
-        KERN_CUDA_TRY(cudaFuncSetAttribute(kfn, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                           (int)cudaSharedmemCarveoutMaxShared),
-                      err);
-        s_ready.fetch_or(bit, std::memory_order_release);
-    }
+    KERN_CUDA_TRY(kern::setup_once(kfn, smem, s_ready), err);
     constexpr int rows = 16 * MT * W;
     const dim3 grid((unsigned)((max_tokens + rows - 1) / rows), (unsigned)p->n_heads);
     KERN_CUDA_TRY(kern::launch(kfn, grid, dim3(W * 32), smem, stream, out, ldo, q, ldq, k, ldk, v,
@@ -414,11 +387,11 @@ int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const
 
 } // namespace
 
-extern "C" int kern_attention_cuda(const kern_attention_params_t *p, uint16_t *out, int64_t ldo,
-                                   const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk,
-                                   const uint16_t *v, int64_t ldv, const int32_t *cu_seqlens,
-                                   const int32_t *tok_seq, const int32_t *n_tokens,
-                                   int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
+extern "C" int kern_attention_cuda_kernel(
+    kern_attention_kernel_t which, const kern_attention_params_t *p, uint16_t *out, int64_t ldo,
+    const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
+    const int32_t *cu_seqlens, const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
+    cudaStream_t stream, com_error_t *err) {
     if (!p || !out || !q || !k || !v || !cu_seqlens || !tok_seq || !n_tokens || max_tokens < 1 ||
         p->n_heads < 1 || p->n_kv_heads < 1 || p->n_heads % p->n_kv_heads != 0 ||
         p->n_heads > 65535 || !(p->scale > 0.f)) /* the running max is kept scaled */
@@ -429,6 +402,15 @@ extern "C" int kern_attention_cuda(const kern_attention_params_t *p, uint16_t *o
                              "attention_cuda: q/k/v need 16-byte alignment and leading dims that "
                              "are multiples of 8 (ldq %lld, ldk %lld, ldv %lld, ldo %lld)",
                              (long long)ldq, (long long)ldk, (long long)ldv, (long long)ldo);
+    if (which == KERN_ATTENTION_AUTO) /* see kern_attention_cuda in attention.h */
+        which = p->head_dim == 64 && max_tokens >= 512 && kern_attention_wgmma_valid(p)
+                    ? KERN_ATTENTION_WGMMA
+                    : KERN_ATTENTION_MMA;
+    if (which == KERN_ATTENTION_WGMMA)
+        return kern_attention_wgmma_cuda(p, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens, tok_seq,
+                                         n_tokens, max_tokens, stream, err);
+    if (which != KERN_ATTENTION_MMA)
+        return com_error_set(err, COM_EINVAL, "attention_cuda: kernel %d", (int)which);
 #define S_CASE(HD)                                                                                 \
     case HD:                                                                                       \
         return p->causal ? s_launch<HD, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens,     \
@@ -443,4 +425,13 @@ extern "C" int kern_attention_cuda(const kern_attention_params_t *p, uint16_t *o
                              "attention_cuda: head_dim %d (supported: 32, 64)", (int)p->head_dim);
     }
 #undef S_CASE
+}
+
+extern "C" int kern_attention_cuda(const kern_attention_params_t *p, uint16_t *out, int64_t ldo,
+                                   const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk,
+                                   const uint16_t *v, int64_t ldv, const int32_t *cu_seqlens,
+                                   const int32_t *tok_seq, const int32_t *n_tokens,
+                                   int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
+    return kern_attention_cuda_kernel(KERN_ATTENTION_AUTO, p, out, ldo, q, ldq, k, ldk, v, ldv,
+                                      cu_seqlens, tok_seq, n_tokens, max_tokens, stream, err);
 }

@@ -67,6 +67,23 @@ int kern_attention_cuda(const kern_attention_params_t *p, uint16_t *out,
                         const int32_t *tok_seq,         /* [max_tokens], device */
                         const int32_t *n_tokens,        /* [1], device */
                         int32_t max_tokens, struct CUstream_st *stream, com_error_t *err);
+/* The kernels kern_attention_cuda chooses from, for tests and benches: AUTO is what
+ * kern_attention_cuda runs: WGMMA for head_dim 64 and max_tokens >= 512 on compute capability
+ * 9.0, MMA otherwise (measured on an H200: at head_dim 32 the wgmma kernel is no faster, and
+ * inside the engine's 1 x 128-token graph the mma one is); MMA the mma.sync kernel (any
+ * supported device); WGMMA the warp-group MMA kernel (attention_wgmma.cu; compute capability
+ * 9.0 only, else COM_EUNSUPPORTED). */
+typedef enum kern_attention_kernel {
+    KERN_ATTENTION_AUTO = 0,
+    KERN_ATTENTION_MMA = 1,
+    KERN_ATTENTION_WGMMA = 2,
+} kern_attention_kernel_t;
+int kern_attention_cuda_kernel(kern_attention_kernel_t which, const kern_attention_params_t *p,
+                               uint16_t *out, int64_t ldo, const uint16_t *q, int64_t ldq,
+                               const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
+                               const int32_t *cu_seqlens, const int32_t *tok_seq,
+                               const int32_t *n_tokens, int32_t max_tokens,
+                               struct CUstream_st *stream, com_error_t *err);
 #endif
 
 #ifdef __cplusplus

@@ -49,6 +49,7 @@
 
 #include "kernels/gemm_wgmma.h"
 #include "kernels/kern_cuda_dev.cuh"
+#include "kernels/kern_wgmma.cuh"
 
 namespace {
 
@@ -146,98 +147,10 @@ __device__ __forceinline__ void turn_give(int wg) {
     asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + (3 - wg)) : "memory");
 }
 
-/* wgmma shared-memory descriptor of a K-major tile with 128-byte swizzle: start address >> 4,
- * leading offset 1 (unused when swizzled), stride offset 1024 bytes (8 rows of 128 bytes) >> 4,
- * layout type 1 (128B swizzle) in bits 62-63. */
+/* wgmma descriptor of a [rows][64] bf16 stage tile (K-major, 128-byte swizzle) */
 __device__ __forceinline__ uint64_t desc_sw128(uint32_t addr) {
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)64 << 32) |
-           ((uint64_t)1 << 62);
+    return kern::wgmma_desc(addr, kern::kSwizzle128B, 16, 1024);
 }
-
-__device__ __forceinline__ void wg_fence() {
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wg_commit() {
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void wg_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-/* keeps the compiler from moving accumulator accesses across a wgmma fence or wait */
-template <int N> __device__ __forceinline__ void acc_fence(float (&d)[N]) {
-#pragma unroll
-    for (int i = 0; i < N; i++)
-        asm volatile("" : "+f"(d[i])::"memory");
-}
-
-#define EMBER_F8(i)                                                                                \
-    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),    \
-        "+f"(d[i + 6]), "+f"(d[i + 7])
-
-/* d[0..N/2) += A(64 x 16, desc a) B(N x 16, desc b)^T; both K-major, bf16, fp32 accumulate
- * (scale-d, a predicate operand, is 1: always accumulate; d starts at zero) */
-template <int N> __device__ __forceinline__ void wgmma(float *d, uint64_t a, uint64_t b);
-
-template <> __device__ __forceinline__ void wgmma<64>(float *d, uint64_t a, uint64_t b) {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"
-                 " wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-                 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : EMBER_F8(0), EMBER_F8(8), EMBER_F8(16), EMBER_F8(24)
-                 : "l"(a), "l"(b), "r"(1));
-}
-
-template <> __device__ __forceinline__ void wgmma<128>(float *d, uint64_t a, uint64_t b) {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"
-                 " wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : EMBER_F8(0), EMBER_F8(8), EMBER_F8(16), EMBER_F8(24), EMBER_F8(32), EMBER_F8(40),
-                   EMBER_F8(48), EMBER_F8(56)
-                 : "l"(a), "l"(b), "r"(1));
-}
-
-template <> __device__ __forceinline__ void wgmma<192>(float *d, uint64_t a, uint64_t b) {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n"
-                 " wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-                 "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
-                 : EMBER_F8(0), EMBER_F8(8), EMBER_F8(16), EMBER_F8(24), EMBER_F8(32), EMBER_F8(40),
-                   EMBER_F8(48), EMBER_F8(56), EMBER_F8(64), EMBER_F8(72), EMBER_F8(80),
-                   EMBER_F8(88)
-                 : "l"(a), "l"(b), "r"(1));
-}
-
-template <> __device__ __forceinline__ void wgmma<256>(float *d, uint64_t a, uint64_t b) {
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
-                 " wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, "
-                 "%110, %111, "
-                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, "
-                 "%125, %126, %127"
-                 "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
-                 : EMBER_F8(0), EMBER_F8(8), EMBER_F8(16), EMBER_F8(24), EMBER_F8(32), EMBER_F8(40),
-                   EMBER_F8(48), EMBER_F8(56), EMBER_F8(64), EMBER_F8(72), EMBER_F8(80),
-                   EMBER_F8(88), EMBER_F8(96), EMBER_F8(104), EMBER_F8(112), EMBER_F8(120)
-                 : "l"(a), "l"(b), "r"(1));
-}
-
-#undef EMBER_F8
 
 /* bias (when epi >= 1) and GELU (epi == 2) on an fp32 pair at columns c, c + 1 */
 __device__ __forceinline__ void epilogue2(float &v0, float &v1, const uint16_t *__restrict__ b,
@@ -417,26 +330,26 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 const int s = (int)(it % STAGES);
                 const uint32_t st = ring + (uint32_t)s * C::kStageBytes;
                 mbar_wait(kern::smem_u32(&full[s]), (it / STAGES) & 1u);
-                acc_fence(d);
-                wg_fence();
+                kern::acc_fence(d);
+                kern::wg_fence();
 #pragma unroll
                 for (int k = 0; k < kBK / 16; k++)
 #pragma unroll
                     for (int mi = 0; mi < MI; mi++) /* one m64nBNk16 per 64-row block */
-                        wgmma<BN>(
+                        kern::wgmma_ss<BN, 0>(
                             d + mi * (BN / 2),
                             desc_sw128(st + a_off + (uint32_t)mi * 64 * 128 + (uint32_t)k * 32),
-                            desc_sw128(st + C::kABytes + (uint32_t)k * 32));
-                wg_commit();
-                acc_fence(d);
+                            desc_sw128(st + C::kABytes + (uint32_t)k * 32), 1);
+                kern::wg_commit();
+                kern::acc_fence(d);
                 /* the previous slice's wgmmas are done: hand its slot back to the producer */
-                wg_wait<1>();
-                acc_fence(d);
+                kern::wg_wait<1>();
+                kern::acc_fence(d);
                 if (t > 0 && t128 == 0)
                     mbar_arrive(kern::smem_u32(&empty[(it - 1) % STAGES]));
             }
-            wg_wait<0>();
-            acc_fence(d);
+            kern::wg_wait<0>();
+            kern::acc_fence(d);
             if (t128 == 0)
                 mbar_arrive(kern::smem_u32(&empty[(it - 1) % STAGES]));
             if constexpr (PP) /* the other group's turn, if it has a tile j + 1 */
@@ -765,7 +678,7 @@ PFN_cuTensorMapEncodeTiled_v12000 g_encode = nullptr;
 /* per device ordinal: 0 unknown, 1 sm_90, 2 other; and its SM count (set with 1) */
 std::atomic<int> g_device_ok[64], g_device_sms[64];
 
-bool s_device_ok() {
+bool s_device_ok() { /* compute capability 9.0 (cached per device) */
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
         return false;
@@ -850,6 +763,10 @@ const char *kern_gemm_wgmma_name(int32_t config) {
 
 bool kern_gemm_wgmma_fuses_ln(int32_t config) {
     return config >= 0 && config < kNConfigs && kConfigs[config].ln;
+}
+
+bool kern_sm90a_device(void) {
+    return s_device_ok();
 }
 
 bool kern_gemm_wgmma_valid(int32_t config, int32_t n, int32_t in, int32_t out) {

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <atomic>
 #include <utility>
 
 #include "kernels/kern_cuda.h"
@@ -37,6 +38,20 @@ __device__ __forceinline__ float bf2f(uint16_t h) {
 __device__ __forceinline__ uint16_t f2bf(float f) {
     __nv_bfloat16 b = __float2bfloat16_rn(f);
     return *reinterpret_cast<uint16_t *>(&b);
+}
+
+/* 2^x by the special-function unit (~2 ulp; -inf -> +0), what exp2f costs several instructions
+ * more for */
+__device__ __forceinline__ float ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* two floats as one register of two bf16 (lo in the low half) */
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
 }
 
 /* GELU, exact form: 0.5 z (1 + erf(z / sqrt 2)), fp32. Shared by the bias + GELU kernel and
@@ -321,6 +336,31 @@ static inline cudaError_t launch(void (*kernel)(KArgs...), dim3 grid, dim3 block
                                  cudaStream_t stream, Args &&...args) {
     return launch_cluster(kernel, grid, dim3(1, 1, 1), block, smem, stream,
                           std::forward<Args>(args)...);
+}
+
+/* Sets kernel's function attributes once per device (a bit per device ordinal in ready;
+ * threads racing to set them twice is harmless): the largest shared-memory carve-out, so that as
+ * many CTAs fit as registers allow (the default carve-out fits fewer), and more than 48 KiB of
+ * dynamic shared memory where smem needs it. */
+template <typename... KArgs>
+static inline cudaError_t setup_once(void (*kernel)(KArgs...), size_t smem,
+                                     std::atomic<uint64_t> &ready) {
+    int dev = 0;
+    cudaError_t ce = cudaGetDevice(&dev);
+    if (ce != cudaSuccess)
+        return ce;
+    const uint64_t bit = dev < 64 ? (uint64_t)1 << dev : 0;
+    if (ready.load(std::memory_order_acquire) & bit)
+        return cudaSuccess;
+    if (smem > 48 * 1024 &&
+        (ce = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)smem)) != cudaSuccess)
+        return ce;
+    if ((ce = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   (int)cudaSharedmemCarveoutMaxShared)) != cudaSuccess)
+        return ce;
+    ready.fetch_or(bit, std::memory_order_release);
+    return cudaSuccess;
 }
 
 /* 16-byte aligned? */

@@ -717,76 +717,96 @@ static void test_add_layernorm_bf16(void) {
 static void test_attention(void) {
     static const int32_t cases[][8] = {
         {1, 1},          {3, 1, 1, 1}, {5, 5, 64, 65, 1, 130}, {1, 300},
-        {3, 512, 3, 17}, {2, 63, 129}, {6, 1, 2, 3, 4, 5, 6}};
+        {3, 512, 3, 17}, {2, 63, 129}, {6, 1, 2, 3, 4, 5, 6},  {7, 100, 33, 200, 1, 64, 128, 250}};
+    /* every kernel kern_attention_cuda chooses from; the wgmma ones must run on sm_90 */
+    static const kern_attention_kernel_t kernels[] = {KERN_ATTENTION_MMA, KERN_ATTENTION_WGMMA};
+    int dev = 0, major = 0, minor = 0;
+    CHECK(cudaGetDevice(&dev) == cudaSuccess);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    const bool sm90 = major == 9 && minor == 0;
     int n_cfg = 0;
-    for (int hd_i = 0; hd_i < 2; hd_i++)
-        for (int causal = 0; causal < 2; causal++)
-            for (int gqa = 0; gqa < 2; gqa++) {
-                const int32_t hd = hd_i ? 64 : 32, nh = 4, nkv = gqa ? 2 : 4;
-                const kern_attention_params_t p = {nh, nkv, hd, 1.0f / sqrtf((float)hd),
-                                                   causal != 0};
-                for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-                    const int32_t ns = cases[c][0];
-                    int32_t cu[8];
-                    const int32_t n = s_cu(&cases[c][1], ns, cu), T = s_round64(n) + 64;
-                    /* packed q | k | v rows, as the QKV GEMM writes them */
-                    const int64_t ld = (int64_t)(nh + 2 * nkv) * hd;
-                    float *qkv = s_rand_bf((size_t)T * ld, -2, 2);
-                    float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
-                    for (size_t i = 0; i < (size_t)T * nh * hd; i++)
-                        ref[i] = NAN; /* rows past n_tokens must stay unwritten */
-                    size_t scratch_n = kern_attention_ref_scratch_floats(&p, 512);
-                    float *scratch = malloc(scratch_n * sizeof *scratch);
-                    kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld,
-                                       qkv + (nh + nkv) * hd, ld, cu, ns, 0, 1, scratch);
-                    uint16_t *dqkv = s_up_bf(qkv, (size_t)T * ld);
-                    uint16_t *dout = s_dev((size_t)T * nh * hd * 2);
-                    int32_t *ts = s_tok_seq(cu, ns, T);
-                    int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, (ns + 1) * 4),
-                            *dn = s_up(&n, 4);
-                    com_error_t err = {0};
-                    int rc = kern_attention_cuda(&p, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
-                                                 dqkv + (nh + nkv) * hd, ld, dcu, dts, dn, T, g_st,
-                                                 &err);
-                    CHECK_MSG(rc == 0, "attention_cuda: %s", err.msg);
-                    float *got = s_down_bf(dout, (size_t)T * nh * hd);
-                    /* NaN == NaN counts as equal in the helper only if both are NaN: compare the
-                     * written rows, then check the padding rows stayed poisoned */
-                    char what[96];
-                    snprintf(what, sizeof what, "attention hd %d causal %d kv %d case %zu", (int)hd,
-                             causal, (int)nkv, c);
-                    s_cmp(what, got, ref, (size_t)n * nh * hd, 1e-2, 2e-2);
-                    CHECK_MSG(isnan(got[(size_t)n * nh * hd]) &&
-                                  isnan(got[(size_t)T * nh * hd - 1]),
-                              "%s: rows past n_tokens were written", what);
-                    free(got), free(qkv), free(ref), free(scratch), free(ts);
-                    cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+    for (size_t ki = 0; ki < sizeof kernels / sizeof *kernels; ki++) {
+        const kern_attention_kernel_t kernel = kernels[ki];
+        if (kernel != KERN_ATTENTION_MMA && !sm90) {
+            printf("attention: kernel %d skipped (wgmma needs compute capability 9.0, this is "
+                   "%d.%d)\n",
+                   (int)kernel, major, minor);
+            continue;
+        }
+        for (int hd_i = 0; hd_i < 2; hd_i++)
+            for (int causal = 0; causal < 2; causal++)
+                for (int gqa = 0; gqa < 2; gqa++) {
+                    const int32_t hd = hd_i ? 64 : 32, nh = 4, nkv = gqa ? 2 : 4;
+                    const kern_attention_params_t p = {nh, nkv, hd, 1.0f / sqrtf((float)hd),
+                                                       causal != 0};
+                    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+                        const int32_t ns = cases[c][0];
+                        int32_t cu[8];
+                        const int32_t n = s_cu(&cases[c][1], ns, cu), T = s_round64(n) + 64;
+                        /* packed q | k | v rows, as the QKV GEMM writes them */
+                        const int64_t ld = (int64_t)(nh + 2 * nkv) * hd;
+                        float *qkv = s_rand_bf((size_t)T * ld, -2, 2);
+                        float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
+                        for (size_t i = 0; i < (size_t)T * nh * hd; i++)
+                            ref[i] = NAN; /* rows past n_tokens must stay unwritten */
+                        size_t scratch_n = kern_attention_ref_scratch_floats(&p, 512);
+                        float *scratch = malloc(scratch_n * sizeof *scratch);
+                        kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld,
+                                           qkv + (nh + nkv) * hd, ld, cu, ns, 0, 1, scratch);
+                        uint16_t *dqkv = s_up_bf(qkv, (size_t)T * ld);
+                        uint16_t *dout = s_dev((size_t)T * nh * hd * 2);
+                        int32_t *ts = s_tok_seq(cu, ns, T);
+                        int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, (ns + 1) * 4),
+                                *dn = s_up(&n, 4);
+                        com_error_t err = {0};
+                        int rc = kern_attention_cuda_kernel(
+                            kernel, &p, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
+                            dqkv + (nh + nkv) * hd, ld, dcu, dts, dn, T, g_st, &err);
+                        CHECK_MSG(rc == 0, "attention_cuda kernel %d: %s", (int)kernel, err.msg);
+                        float *got = s_down_bf(dout, (size_t)T * nh * hd);
+                        /* NaN == NaN counts as equal in the helper only if both are NaN: compare
+                         * the written rows, then check the padding rows stayed poisoned */
+                        char what[96];
+                        snprintf(what, sizeof what,
+                                 "attention kernel %d hd %d causal %d kv %d case %zu", (int)kernel,
+                                 (int)hd, causal, (int)nkv, c);
+                        s_cmp(what, got, ref, (size_t)n * nh * hd, 1e-2, 2e-2);
+                        CHECK_MSG(isnan(got[(size_t)n * nh * hd]) &&
+                                      isnan(got[(size_t)T * nh * hd - 1]),
+                                  "%s: rows past n_tokens were written", what);
+                        free(got), free(qkv), free(ref), free(scratch), free(ts);
+                        cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+                    }
+                    n_cfg++;
                 }
-                n_cfg++;
-            }
-    /* the largest bucket: 16 x 512 tokens = 8192, MiniLM's heads (12 x 32) */
-    {
-        const int32_t hd = 32, nh = 12, ns = 16, n = 8192, T = 8192;
-        const kern_attention_params_t p = {nh, nh, hd, 1.0f / sqrtf((float)hd), false};
-        int32_t cu[17];
-        for (int32_t s = 0; s <= ns; s++)
-            cu[s] = 512 * s;
-        const int64_t ld = 3 * nh * hd;
-        float *qkv = s_rand_bf((size_t)T * ld, -2, 2);
-        float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
-        float *scratch = malloc(kern_attention_ref_scratch_floats(&p, 512) * sizeof *scratch);
-        kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld, qkv + 2 * nh * hd, ld, cu,
-                           ns, 0, 1, scratch);
-        uint16_t *dqkv = s_up_bf(qkv, (size_t)T * ld), *dout = s_dev((size_t)T * nh * hd * 2);
-        int32_t *ts = s_tok_seq(cu, ns, T);
-        int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, sizeof cu), *dn = s_up(&n, 4);
-        com_error_t err = {0};
-        CHECK(kern_attention_cuda(&p, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
-                                  dqkv + 2 * nh * hd, ld, dcu, dts, dn, T, g_st, &err) == 0);
-        float *got = s_down_bf(dout, (size_t)T * nh * hd);
-        s_cmp("attention 16 x 512 (bucket 8192)", got, ref, (size_t)T * nh * hd, 1e-2, 2e-2);
-        free(got), free(qkv), free(ref), free(scratch), free(ts);
-        cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+        /* the largest bucket: 16 x 512 tokens = 8192, MiniLM's heads (12 x 32) */
+        {
+            const int32_t hd = 32, nh = 12, ns = 16, n = 8192, T = 8192;
+            const kern_attention_params_t p = {nh, nh, hd, 1.0f / sqrtf((float)hd), false};
+            int32_t cu[17];
+            for (int32_t s = 0; s <= ns; s++)
+                cu[s] = 512 * s;
+            const int64_t ld = 3 * nh * hd;
+            float *qkv = s_rand_bf((size_t)T * ld, -2, 2);
+            float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
+            float *scratch = malloc(kern_attention_ref_scratch_floats(&p, 512) * sizeof *scratch);
+            kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld, qkv + 2 * nh * hd, ld,
+                               cu, ns, 0, 1, scratch);
+            uint16_t *dqkv = s_up_bf(qkv, (size_t)T * ld), *dout = s_dev((size_t)T * nh * hd * 2);
+            int32_t *ts = s_tok_seq(cu, ns, T);
+            int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, sizeof cu), *dn = s_up(&n, 4);
+            com_error_t err = {0};
+            CHECK(kern_attention_cuda_kernel(kernel, &p, dout, nh * hd, dqkv, ld, dqkv + nh * hd,
+                                             ld, dqkv + 2 * nh * hd, ld, dcu, dts, dn, T, g_st,
+                                             &err) == 0);
+            float *got = s_down_bf(dout, (size_t)T * nh * hd);
+            char what[64];
+            snprintf(what, sizeof what, "attention kernel %d 16 x 512 (bucket 8192)", (int)kernel);
+            s_cmp(what, got, ref, (size_t)T * nh * hd, 1e-2, 2e-2);
+            free(got), free(qkv), free(ref), free(scratch), free(ts);
+            cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+        }
     }
     {
         const kern_attention_params_t bad = {4, 4, 48, 0.1f, false};
@@ -797,7 +817,7 @@ static void test_attention(void) {
                                   dummy, 64, g_st, &err) == COM_EUNSUPPORTED);
         cudaFree(dummy);
     }
-    printf("attention: %d configurations (head_dim x causal x GQA) checked\n", n_cfg);
+    printf("attention: %d configurations (kernel x head_dim x causal x GQA) checked\n", n_cfg);
 }
 
 /* ---- pooling ---- */

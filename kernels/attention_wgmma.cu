@@ -1,0 +1,361 @@
+/* kernels/attention_wgmma.cu — ragged attention on Hopper's warp-group MMA (contract in
+ * attention_wgmma.h; kernels/attention.cu picks it or its mma.sync kernel). Built for sm_90a only.
+ *
+ * Same tiling and masking as attention.cu's kernel (read its header first): grid
+ * (ceil(max_tokens / 64), n_heads), CTA (tile, h) = one warp group takes 64 consecutive packed
+ * query rows of head h, walks the keys [first key of its first row's sequence, last key of its
+ * last live row's sequence) in blocks of 64 and masks per element only in the blocks that cross
+ * some row's key range. Per key block:
+ *   S = Q K^T        HD / 16 x wgmma.m64n64k16, Q and K from shared memory (K-major, swizzled as
+ *                    kern::wgmma_desc describes: 128-byte rows at head dim 64, 64-byte at 32);
+ *   online softmax   on the S accumulators in registers, in base 2 (one FFMA + one MUFU per
+ *                    score), row max over the 4 lanes of a quad;
+ *   O += P V         4 x wgmma.m64nHDk16 with P as the register A operand (the S accumulators
+ *                    re-packed to bf16, no shared memory) and V read MN-major from shared memory
+ *                    (the transpose flag), so nothing is transposed.
+ * Pipelining (FlashAttention-3's intra-warp-group overlap): block j + 1's S is issued before O is
+ * rescaled and block j's PV issued, and block j + 1's softmax runs while that PV does; every
+ * wgmma is waited for within its step, because ptxas serialises all of a kernel's wgmmas when
+ * one may be in flight across a loop back edge or a branch it cannot resolve (warnings C7513 /
+ * C7514; hence the two-block unrolled loop and the last step without an S). K/V blocks stream
+ * through 4 shared-memory stages by cp.async from all threads (zero-filled past n_tokens, made
+ * visible to the async proxy by fence.proxy.async before the block's barrier), 3 blocks ahead.
+ * The prologue needs two round trips: Q, n_tokens and the rows' sequence indices, then cu_seqlens.
+ *
+ * Measured on an H200 (bench_kernels_cuda, 12 heads): head dim 64, 8 x 512 tokens 24.5 us (mma.sync
+ * kernel 30.8), 16384 ragged tokens 98 us (111); head dim 32 no faster than mma.sync (20.3 / 21.0,
+ * 76 / 72 us). Nsight Compute on the 16384-token case: 12 warps per SM (registers, shared memory:
+ * 3 CTAs of 132 registers x 128 threads and 73 KiB), 7.9 cycles per issued instruction, SM 46% /
+ * memory 33% of peak: latency-bound; more warps per SM (fewer registers, 2 warp groups sharing
+ * K/V) or a producer warp with TMA (FlashAttention-3) are the next steps.
+ *
+ * Launch configurations: HD 32 / 64 x causal no / yes. Shared memory: the Q tile and 4 stages of K
+ * and V, 64 x HD bf16 each: 73 KiB at head dim 64. Tested by tests/test_kernels_cuda.c beside the
+ * mma.sync kernel; timed by bench_kernels_cuda. */
+#include <math.h>
+
+#include <atomic>
+#include <type_traits>
+
+#include "kernels/attention_wgmma.h"
+#include "kernels/gemm_wgmma.h"
+#include "kernels/kern_cuda_dev.cuh"
+#include "kernels/kern_wgmma.cuh"
+
+namespace {
+
+constexpr int kBN = 64;    /* keys per block */
+constexpr int kStages = 4; /* K/V blocks in flight: this one, the next (its S runs beside this
+                              softmax), and two loading */
+
+template <int HD> struct AttnCfg {
+    static constexpr int kRowBytes = HD * 2;          /* one row of a tile: 64 or 128 bytes */
+    static constexpr int kTileBytes = 64 * kRowBytes; /* a 64-row tile of Q, K or V */
+    static constexpr uint32_t kMode = HD == 64 ? kern::kSwizzle128B : kern::kSwizzle64B;
+    static constexpr uint32_t kGroup = 8 * kRowBytes; /* 8-row group stride */
+    /* the Q tile, then kStages stages of (K, V); + 1 KiB to align to the swizzle atom */
+    static constexpr size_t kSmem = (size_t)(1 + 2 * kStages) * kTileBytes + 1024;
+    static_assert(HD == 32 || HD == 64, "head dim 32 or 64");
+};
+
+/* byte offset of 16-byte chunk c of row r in a swizzled tile (the pattern the descriptor reads) */
+template <int HD> __device__ __forceinline__ uint32_t swz(int r, int c) {
+    const int x = HD == 64 ? (r & 7) : ((r >> 1) & 3);
+    return (uint32_t)r * (HD * 2) + ((uint32_t)(c ^ x) << 4);
+}
+
+/* rows [r0, r0 + 64) of src (leading dimension ld, HD columns) into the swizzled tile at dst by
+ * the 128 threads; rows >= nt are zero-filled (nothing is read for them) */
+template <int HD>
+__device__ __forceinline__ void load_tile(uint32_t dst, const uint16_t *src, int64_t ld, int32_t r0,
+                                          int32_t nt, int tid) {
+    constexpr int kChunks = HD / 8, kStep = 128 / kChunks;
+    const int c = tid % kChunks;
+#pragma unroll
+    for (int r = tid / kChunks; r < 64; r += kStep) {
+        const int32_t gr = r0 + r;
+        kern::cp_async16(dst + swz<HD>(r, c), src + (int64_t)gr * ld + c * 8, gr < nt ? 16 : 0);
+    }
+}
+
+template <int HD, bool CAUSAL>
+__global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
+    k_attention_wgmma(uint16_t *__restrict__ out, int64_t ldo, const uint16_t *__restrict__ q,
+                      int64_t ldq, const uint16_t *__restrict__ k, int64_t ldk,
+                      const uint16_t *__restrict__ v, int64_t ldv, const int32_t *__restrict__ cu,
+                      const int32_t *__restrict__ tok_seq, const int32_t *__restrict__ n_tokens_p,
+                      int32_t max_tokens, int32_t group, float scale_log2) {
+    using C = AttnCfg<HD>;
+    extern __shared__ unsigned char smem_raw[];
+    const uint32_t sq = (kern::smem_u32(smem_raw) + 1023u) & ~1023u;
+    const uint32_t skv = sq + C::kTileBytes; /* stage s: K at skv + 2 s tile, V after */
+    kern::pdl_begin();
+    const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32, c4 = lane % 4;
+    const int32_t q0 = (int32_t)blockIdx.x * 64;
+    const int h = (int)blockIdx.y, kh = h / group;
+    const uint16_t *qh = q + (int64_t)h * HD, *kp = k + (int64_t)kh * HD,
+                   *vp = v + (int64_t)kh * HD;
+    /* One round trip for everything that does not need n_tokens: the Q tile (rows past
+     * max_tokens zero-filled; rows in [n_tokens, max_tokens) are loaded and never stored), the
+     * tile's first and last rows' sequences (tok_seq has max_tokens entries) and this thread's
+     * two rows' (accumulator rows lane / 4 and + 8 of the warp's 16). */
+    load_tile<HD>(sq, qh, ldq, q0, max_tokens, tid);
+    const int32_t nt = *n_tokens_p;
+    const int32_t q_end = min(q0 + 63, max_tokens - 1);
+    const int32_t sf = tok_seq[q0], s_end = tok_seq[q_end];
+    int32_t row[2], rseq[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        row[i] = q0 + 16 * warp + lane / 4 + 8 * i;
+        rseq[i] = tok_seq[min(row[i], max_tokens - 1)];
+    }
+    if (q0 >= nt) {
+        kern::cp_async_wait<0>();
+        return; /* uniform over the CTA */
+    }
+    /* the CTA's rows [q0, last]; sequences are packed in order, so the first row's sequence
+     * starts its keys [kbeg, kend) and the last row's ends them; the keys every row sees
+     * [in_lo, in_hi) (blocks inside need no mask) likewise. Second round trip: cu. */
+    const int32_t last = min(q0 + 63, nt - 1);
+    const int32_t sl = last == q_end ? s_end : tok_seq[last]; /* the batch's last tile */
+    const int32_t kbeg = cu[sf], in_lo = cu[sl];
+    const int32_t kend = CAUSAL ? min(cu[sl + 1], last + 1) : cu[sl + 1];
+    const int32_t in_hi = CAUSAL ? min(cu[sf + 1], q0 + 1) : cu[sf + 1];
+    int32_t lo[2], hi[2]; /* this thread's rows' key ranges (empty past n_tokens) */
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        lo[i] = 0, hi[i] = 0;
+        if (row[i] < nt) {
+            lo[i] = cu[rseq[i]];
+            hi[i] = CAUSAL ? min(cu[rseq[i] + 1], row[i] + 1) : cu[rseq[i] + 1];
+        }
+    }
+    const int n_blocks = (kend - kbeg + kBN - 1) / kBN;
+    auto stage_k = [&](int j) { return skv + (uint32_t)(j % kStages) * 2 * C::kTileBytes; };
+    auto load_kv = [&](int j) {
+        if (j < n_blocks) {
+            load_tile<HD>(stage_k(j), kp, ldk, kbeg + j * kBN, nt, tid);
+            load_tile<HD>(stage_k(j) + C::kTileBytes, vp, ldv, kbeg + j * kBN, nt, tid);
+        }
+        kern::cp_async_commit(); /* possibly empty: the group count stays in step */
+    };
+    load_kv(0); /* one group with Q */
+    load_kv(1);
+    load_kv(2);
+
+    /* S = Q K^T of block j into s (issued and committed, not waited for); desc: its operand
+     * descriptors, which the caller keeps alive (desc_fence) until the wgmmas are waited for,
+     * or ptxas, seeing their registers reused while the wgmmas may still read them, serialises
+     * every wgmma of the kernel */
+    auto issue_qk = [&](int j, float(&s)[kBN / 2], uint64_t(&desc)[HD / 16][2]) {
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; kk++) {
+            desc[kk][0] = kern::wgmma_desc(sq + kk * 32, C::kMode, 16, C::kGroup);
+            desc[kk][1] = kern::wgmma_desc(stage_k(j) + kk * 32, C::kMode, 16, C::kGroup);
+        }
+        kern::wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; kk++)
+            kern::wgmma_ss<kBN, 0>(s, desc[kk][0], desc[kk][1], kk > 0);
+        kern::wg_commit();
+    };
+    auto desc_fence = [](uint64_t(&desc)[HD / 16][2]) {
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; kk++)
+            asm volatile("" ::"l"(desc[kk][0]), "l"(desc[kk][1]) : "memory");
+    };
+    /* the oldest pending block's K and V (and Q) are in shared memory for every thread's wgmma
+     * (async proxy); PENDING: the newer copy groups still allowed in flight */
+    auto block_ready = [&](auto pending) {
+        kern::cp_async_wait<decltype(pending)::value>();
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+    };
+
+    float o[HD / 2];
+#pragma unroll
+    for (int i = 0; i < HD / 2; i++)
+        o[i] = 0.f;
+    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+
+    /* Online softmax of block j's scores s (complete): masks, updates the running max and sum,
+     * returns O's rescale factors in alpha and P as bf16 A fragments (16 keys each) in pa. */
+    auto softmax = [&](int j, float(&s)[kBN / 2], float(&alpha)[2], uint32_t(&pa)[kBN / 16][4]) {
+        const int32_t kb = kbeg + j * kBN;
+        /* s[4 g + 2 i + e]: row i, key kb + 8 g + 2 c4 + e */
+        if (!(kb >= in_lo && kb + kBN <= in_hi)) {
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int32_t rel = kb + 2 * c4 - lo[i];
+                const uint32_t len = (uint32_t)(hi[i] - lo[i]);
+#pragma unroll
+                for (int g = 0; g < kBN / 8; g++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++)
+                        if ((uint32_t)(rel + 8 * g + e) >= len)
+                            s[4 * g + 2 * i + e] = -INFINITY;
+            }
+        }
+        float muse[2];
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            float mx[kBN / 8];
+#pragma unroll
+            for (int g = 0; g < kBN / 8; g++)
+                mx[g] = fmaxf(s[4 * g + 2 * i], s[4 * g + 2 * i + 1]);
+#pragma unroll
+            for (int w = kBN / 16; w >= 1; w /= 2)
+#pragma unroll
+                for (int g = 0; g < w; g++)
+                    mx[g] = fmaxf(mx[g], mx[g + w]);
+            float m = mx[0];
+            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+            const float mnew = fmaxf(m_run[i], m * scale_log2);
+            muse[i] = mnew == -INFINITY ? 0.f : mnew;
+            alpha[i] = kern::ex2(m_run[i] - muse[i]); /* -inf -> 0 */
+            m_run[i] = mnew;
+            l_run[i] *= alpha[i];
+        }
+        /* p = 2^(s scale log2(e) - m) */
+#pragma unroll
+        for (int kk = 0; kk < kBN / 16; kk++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) {
+                const int i0 = 8 * kk + 2 * r, row = r & 1;
+                const float p0 = kern::ex2(fmaf(s[i0], scale_log2, -muse[row]));
+                const float p1 = kern::ex2(fmaf(s[i0 + 1], scale_log2, -muse[row]));
+                l_run[row] += p0 + p1;
+                pa[kk][r] = kern::pack_bf16(p0, p1);
+            }
+    };
+
+    /* Block j (its softmax done: alpha, pa): S_{j+1} issued into s_next, O rescaled and PV_j
+     * issued, S_{j+1} waited for and its softmax computed into alpha_next / pa_next while PV_j
+     * runs, then PV_j waited for and the stage of block j - 1 refilled with block j + 3.
+     * Nothing is in flight between steps (ptxas serialises wgmmas in flight across a loop's
+     * back edge). */
+    auto step = [&](auto more_c, int j, float(&alpha)[2], uint32_t(&pa)[kBN / 16][4],
+                    float(&s_next)[kBN / 2], float(&alpha_next)[2],
+                    uint32_t(&pa_next)[kBN / 16][4]) {
+        constexpr bool more = decltype(more_c)::value; /* j + 1 < n_blocks */
+        uint64_t desc[HD / 16][2];
+        if constexpr (more) {
+            block_ready(std::integral_constant<int, kStages - 3>{}); /* block j + 1 */
+            issue_qk(j + 1, s_next, desc);
+        }
+#pragma unroll
+        for (int g = 0; g < HD / 8; g++)
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+                o[4 * g + 2 * i] *= alpha[i], o[4 * g + 2 * i + 1] *= alpha[i];
+        kern::wg_fence();
+        const uint32_t vs = stage_k(j) + C::kTileBytes;
+#pragma unroll
+        for (int kk = 0; kk < kBN / 16; kk++)
+            kern::wgmma_rs<HD, 1>(o, pa[kk],
+                                  kern::wgmma_desc(vs + (uint32_t)kk * 16 * C::kRowBytes, C::kMode,
+                                                   C::kGroup, C::kGroup),
+                                  1);
+        kern::wg_commit();
+        if constexpr (more) {
+            kern::wg_wait<1>(); /* S_{j+1} done; PV_j may still run */
+            kern::acc_fence(s_next);
+            desc_fence(desc);
+            softmax(j + 1, s_next, alpha_next, pa_next);
+        }
+        kern::wg_wait<0>();
+        kern::acc_fence(o);
+#pragma unroll
+        for (int kk = 0; kk < kBN / 16; kk++)
+            kern::acc_fence(pa[kk]);
+        load_kv(j + 3); /* into block j - 1's stage, whose S and PV are done */
+    };
+
+    float s[kBN / 2], alpha_a[2], alpha_b[2];
+    uint32_t pa_a[kBN / 16][4], pa_b[kBN / 16][4];           /* P of even / odd blocks */
+    block_ready(std::integral_constant<int, kStages - 2>{}); /* Q and block 0 */
+    {
+        uint64_t desc[HD / 16][2];
+        issue_qk(0, s, desc);
+        kern::wg_wait<0>();
+        kern::acc_fence(s);
+        desc_fence(desc);
+    }
+    softmax(0, s, alpha_a, pa_a);
+    /* two blocks per iteration (even blocks use the a buffers); the last one issues no S */
+    const std::true_type more;
+    const std::false_type final_block;
+    int j = 0;
+    for (; j + 2 < n_blocks; j += 2) {
+        step(more, j, alpha_a, pa_a, s, alpha_b, pa_b);
+        step(more, j + 1, alpha_b, pa_b, s, alpha_a, pa_a);
+    }
+    if (j + 1 < n_blocks) {
+        step(more, j, alpha_a, pa_a, s, alpha_b, pa_b);
+        step(final_block, j + 1, alpha_b, pa_b, s, alpha_a, pa_a);
+    } else {
+        step(final_block, j, alpha_a, pa_a, s, alpha_b, pa_b);
+    }
+    kern::cp_async_wait<0>(); /* prefetches past the end land before the CTA retires */
+
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        float l = l_run[i];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const int32_t r = q0 + 16 * warp + lane / 4 + 8 * i;
+        if (r >= nt || lo[i] >= hi[i])
+            continue;
+        const float inv = 1.0f / l;
+        uint16_t *orow = out + (int64_t)r * ldo + (int64_t)h * HD + 2 * c4;
+#pragma unroll
+        for (int g = 0; g < HD / 8; g++)
+            *reinterpret_cast<uint32_t *>(orow + 8 * g) =
+                kern::pack_bf16(o[4 * g + 2 * i] * inv, o[4 * g + 2 * i + 1] * inv);
+    }
+}
+
+template <int HD, bool CAUSAL>
+int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const uint16_t *q,
+             int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
+             const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
+             cudaStream_t stream, com_error_t *err) {
+    auto *kfn = k_attention_wgmma<HD, CAUSAL>;
+    constexpr size_t smem = AttnCfg<HD>::kSmem;
+    static std::atomic<uint64_t> s_ready{0};
+    KERN_CUDA_TRY(kern::setup_once(kfn, smem, s_ready), err);
+    const dim3 grid((unsigned)((max_tokens + 63) / 64), (unsigned)p->n_heads);
+    KERN_CUDA_TRY(kern::launch(kfn, grid, dim3(128), smem, stream, out, ldo, q, ldq, k, ldk, v, ldv,
+                               cu, tok_seq, n_tokens, max_tokens,
+                               (int32_t)(p->n_heads / p->n_kv_heads),
+                               p->scale * 1.4426950408889634f),
+                  err);
+    return 0;
+}
+
+} // namespace
+
+bool kern_attention_wgmma_valid(const kern_attention_params_t *p) {
+    return p && (p->head_dim == 32 || p->head_dim == 64) && kern_sm90a_device();
+}
+
+int kern_attention_wgmma_cuda(const kern_attention_params_t *p, uint16_t *out, int64_t ldo,
+                              const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk,
+                              const uint16_t *v, int64_t ldv, const int32_t *cu,
+                              const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
+                              cudaStream_t stream, com_error_t *err) {
+    if (!kern_attention_wgmma_valid(p))
+        return com_error_set(err, COM_EUNSUPPORTED,
+                             "attention_wgmma: needs compute capability 9.0 and head_dim 32 or "
+                             "64");
+    if (p->head_dim == 64)
+        return p->causal ? s_launch<64, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+                                              n_tokens, max_tokens, stream, err)
+                         : s_launch<64, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+                                               n_tokens, max_tokens, stream, err);
+    return p->causal ? s_launch<32, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+                                          n_tokens, max_tokens, stream, err)
+                     : s_launch<32, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+                                           n_tokens, max_tokens, stream, err);
+}
