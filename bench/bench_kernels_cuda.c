@@ -1,17 +1,19 @@
 /* bench/bench_kernels_cuda.c — times each production CUDA kernel (linked from
  * ember_kernels_cuda, never a copy) at the shapes the engine runs: all-MiniLM-L6-v2 (hidden 384,
- * 12 heads x 32, intermediate 1536) and BERT-base (768, 12 x 64, 3072), buckets of 128 and 4096
- * tokens (4096 = 8 sequences of 512). CUDA events around REPS launches of one kernel, median of
- * 15 such samples, on seeded random data; prints a table (us per launch, and GB/s or TFLOP/s)
- * and writes JSON. Usage: bench_kernels_cuda OUT.json [REPS]. One stream, one thread.
- * bench_kernels_cuda gemms OUT.json: every GEMM candidate (cuBLASLt's first choice and each of
- * our configurations that can run the shape) at the engine's four GEMMs of both shapes and
- * 128 to 16,384 tokens, plus the output and FFN-down GEMMs with the bias + residual + LayerNorm
- * epilogue the engine runs ("out+ln", "ffn2+ln", fp32 residual: cuBLASLt and our unfused
+ * 12 heads x 32, intermediate 1536) and BERT-base (768, 12 x 64, 3072), buckets of 128, 4096
+ * (8 sequences of 512) and 16384 tokens (ragged sequences of 32..512). CUDA events around REPS
+ * launches of one kernel, median of 15 such samples, on seeded random data; prints a table (us per
+ * launch, and GB/s or TFLOP/s) and writes JSON. Usage: bench_kernels_cuda OUT.json [REPS]. One
+ * stream, one thread. bench_kernels_cuda gemms OUT.json: every GEMM candidate (cuBLASLt's first
+ * choice and each of our configurations that can run the shape) at the engine's four GEMMs of both
+ * shapes and 128 to 16,384 tokens, plus the output and FFN-down GEMMs with the bias + residual +
+ * LayerNorm epilogue the engine runs ("out+ln", "ffn2+ln", fp32 residual: cuBLASLt and our unfused
  * configurations as GEMM + LayerNorm kernel, our fused ones as one kernel), each timed as a CUDA
  * graph of back-to-back launches (what the engine's graphs run, programmatic edges included), so
  * the host's launch rate does not decide. Optional after OUT.json: the token counts to run
- * (e.g. 128,4096; default all) and "pdl=off" (ordinary launches, for A/B). */
+ * (e.g. 128,4096; default all), "pdl=off" (ordinary launches, for A/B), and filters for a
+ * profiler run of a few kernels: model=minilm|bert-base, gemm=qkv|out|ffn1+gelu|ffn2|out+ln|
+ * ffn2+ln, match=SUBSTRING (of the candidate's description, e.g. "128x128 s4 pingpong"). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,9 +126,16 @@ static bool s_in_list(const char *list, int32_t v) {
     return false;
 }
 
-static int s_gemm_candidates(const char *json, const char *only_T, cudaStream_t st, cudaEvent_t e0,
-                             cudaEvent_t e1, cublasLtHandle_t lt, void *ws, size_t ws_bytes,
-                             com_prng_t *rng) {
+/* Which GEMMs the gemms mode times: NULL = all; else a comma-separated token list (only_T), a
+ * model name, a GEMM name and a substring of the candidate's description (for a profiler run
+ * of a few kernels). */
+typedef struct gemm_filter {
+    const char *only_T, *model, *gemm, *match;
+} gemm_filter_t;
+
+static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStream_t st,
+                             cudaEvent_t e0, cudaEvent_t e1, cublasLtHandle_t lt, void *ws,
+                             size_t ws_bytes, com_prng_t *rng) {
     static const int32_t shapes[2][2] = {{384, 1536}, {768, 3072}}; /* H, I */
     static const char *names[2] = {"minilm", "bert-base"};
     static const int32_t Ts[] = {128, 256, 1024, 4096, 16384};
@@ -138,6 +147,8 @@ static int s_gemm_candidates(const char *json, const char *only_T, cudaStream_t 
     int n_json = 0;
     printf("%-10s %6s %-10s %-34s %10s %9s\n", "model", "T", "gemm", "candidate", "us", "TFLOP/s");
     for (int m = 0; m < 2; m++) {
+        if (f->model && strcmp(f->model, names[m]) != 0)
+            continue;
         const int32_t H = shapes[m][0], I = shapes[m][1];
         const int32_t gemm[kGemms][3] = {
             {H, 3 * H, KERN_LINEAR_BIAS},    {H, H, KERN_LINEAR_BIAS},
@@ -168,7 +179,7 @@ static int s_gemm_candidates(const char *json, const char *only_T, cudaStream_t 
         for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++)
             for (int k = 0; k < kGemms; k++) {
                 const int32_t T = Ts[ti], in = gemm[k][0], out = gemm[k][1];
-                if (only_T && !s_in_list(only_T, T))
+                if ((f->only_T && !s_in_list(f->only_T, T)) || (f->gemm && strcmp(f->gemm, gn[k])))
                     continue;
                 const double flop = 2.0 * T * in * out;
                 double best[2] = {1e30, 1e30};
@@ -180,6 +191,10 @@ static int s_gemm_candidates(const char *json, const char *only_T, cudaStream_t 
                     if (kern_linear_plan_new(lt, T, in, out, (kern_linear_epilogue_t)gemm[k][2],
                                              ws_bytes, rank, &p, &err) != 0)
                         continue; /* our configuration cannot run this shape */
+                    if (f->match && !strstr(kern_linear_plan_describe(p), f->match)) {
+                        kern_linear_plan_destroy(&p);
+                        continue;
+                    }
                     const double us = s_time_plan_graph(
                         lt, p, y, x, w, b, gemm[k][2] == KERN_LINEAR_BIAS_ADD_LN ? &ln : NULL, ws,
                         ws_bytes, st, e0, e1);
@@ -191,10 +206,10 @@ static int s_gemm_candidates(const char *json, const char *only_T, cudaStream_t 
                                 "%s {\"model\": \"%s\", \"tokens\": %d, \"gemm\": \"%s\", "
                                 "\"candidate\": \"%s\", \"us\": %.3f}",
                                 n_json++ ? ",\n" : "", names[m], (int)T, gn[k], d, us);
-                    const int f = i < 0 ? 0 : 1;
-                    if (us < best[f]) {
-                        best[f] = us;
-                        snprintf(best_name[f], sizeof best_name[f], "%s", d);
+                    const int own = i < 0 ? 0 : 1;
+                    if (us < best[own]) {
+                        best[own] = us;
+                        snprintf(best_name[own], sizeof best_name[own], "%s", d);
                     }
                     kern_linear_plan_destroy(&p);
                 }
@@ -234,14 +249,20 @@ int main(int argc, char **argv) {
     KERN_CUDA_FATAL(cudaMalloc(&ws, ws_bytes));
     if (gemms) {
         setvbuf(stdout, NULL, _IOLBF, 0); /* a hung candidate shows as the last line */
-        const char *only_T = NULL;
+        gemm_filter_t f = {0};
         for (int a = 3; a < argc; a++) {
             if (strcmp(argv[a], "pdl=off") == 0)
                 kern_pdl_set(false);
+            else if (strncmp(argv[a], "model=", 6) == 0)
+                f.model = argv[a] + 6;
+            else if (strncmp(argv[a], "gemm=", 5) == 0)
+                f.gemm = argv[a] + 5;
+            else if (strncmp(argv[a], "match=", 6) == 0)
+                f.match = argv[a] + 6;
             else
-                only_T = argv[a];
+                f.only_T = argv[a];
         }
-        return s_gemm_candidates(argv[2], only_T, st, e0, e1, lt, ws, ws_bytes, &rng);
+        return s_gemm_candidates(argv[2], &f, st, e0, e1, lt, ws, ws_bytes, &rng);
     }
     row_t rows[128];
     int n_rows = 0;
