@@ -181,7 +181,10 @@ def test_sigstop(a):
 
 
 def test_drain(a):
-    with pu.Pool(pu.bins_of(a), a.model, name="drain") as pool:
+    # Heartbeats every 300 ms here (a peer lost after ~900 ms of silence): this test is about the
+    # drain, and at 100 ms a loaded machine (CI under ASan on two cores) once stalled the victim
+    # long enough to be declared lost, with chunks, before the SIGTERM.
+    with pu.Pool(pu.bins_of(a), a.model, name="drain", heartbeat_ms=300) as pool:
         b = pool.up(2, broker_args=BROKER_ARGS)
         texts = pu.make_texts(1000, seed=13, min_words=2, max_words=6)
         ref, _ = pool.ember.reference(texts)
