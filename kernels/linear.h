@@ -74,6 +74,10 @@ typedef struct kern_linear_plan kern_linear_plan_t;
  * same numbers come back from kern_linear_plan_tune's *chosen. */
 #define KERN_LINEAR_OWN(c) (-1 - (int32_t)(c))
 int32_t kern_linear_own_count(void);
+/* Revision of our GEMM kernels' code, part of the engine's tuning-cache fingerprint: bump it when
+ * a change makes an existing configuration faster or slower (same names, other timings), so
+ * that cached choices are timed again (2: gemm_wgmma's bias + GELU epilogue, 2026-12-01). */
+#define KERN_LINEAR_OWN_REVISION 2
 
 /* Returns 0 with *out_plan, COM_EUNSUPPORTED when the heuristic offers fewer than rank + 1
  * algorithms or our configuration cannot run the shape and epilogue (the LayerNorm-fusing ones

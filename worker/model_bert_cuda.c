@@ -273,7 +273,8 @@ static int s_fill_activations(wrk_bert_cuda_t *m, int byte, com_error_t *err) {
 
 /* The device and libraries a timing holds for (worker/tune_cache.h): GPU name, compute
  * capability, SM count, cuBLASLt, runtime and driver versions, how many configurations of our
- * own exist (a rebuilt kernel list re-times) and the in-context bound (s_refine_in_context). */
+ * own exist and their code's revision (a rebuilt kernel list or faster kernels re-time) and the
+ * in-context bound (s_refine_in_context). */
 static void s_fingerprint(char *out, size_t cap) {
     int dev = 0, rt = 0, drv = 0;
     struct cudaDeviceProp pr;
@@ -282,9 +283,9 @@ static void s_fingerprint(char *out, size_t cap) {
         snprintf(pr.name, sizeof pr.name, "unknown");
     cudaRuntimeGetVersion(&rt);
     cudaDriverGetVersion(&drv);
-    snprintf(out, cap, "%.100s sm%d%d %dSM cublasLt %zu cudart %d driver %d own %d ctx %d", pr.name,
-             pr.major, pr.minor, pr.multiProcessorCount, cublasLtGetVersion(), rt, drv,
-             (int)kern_linear_own_count(), S_CONTEXT_MAX);
+    snprintf(out, cap, "%.100s sm%d%d %dSM cublasLt %zu cudart %d driver %d own %d r%d ctx %d",
+             pr.name, pr.major, pr.minor, pr.multiProcessorCount, cublasLtGetVersion(), rt, drv,
+             (int)kern_linear_own_count(), KERN_LINEAR_OWN_REVISION, S_CONTEXT_MAX);
     for (char *c = out; *c; c++) /* the cache's separators cannot occur */
         if (*c == '\t' || *c == '\n' || *c == '\r')
             *c = ' ';
