@@ -1,6 +1,7 @@
 /* kernels/attention.cu — ragged (packed, padding-free) multi-head attention on tensor cores,
  * FlashAttention-2 style (contract in attention.h; plain-C reference kern_attention_ref beside
- * it).
+ * it), and the choice between this mma.sync kernel and the wgmma one (attention_wgmma.cu, same
+ * tiling) in kern_attention_cuda_kernel.
  *
  * Grid (ceil(max_tokens / 64), n_heads), 128 threads = 4 warps. CTA (tile, h) takes the
  * 64 packed query rows [64 tile, 64 tile + 64) of head h; warp w owns 16 of them. The grid

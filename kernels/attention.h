@@ -50,7 +50,9 @@ void kern_attention_ref(const kern_attention_params_t *p, float *out,
 
 #ifdef EMBER_HAVE_CUDA
 /* CUDA (attention.cu): the same op on tensor cores (mma.sync m16n8k16 bf16, fp32 accumulation,
- * online softmax; FlashAttention-2 style). bf16 q/k/v/out. The first call per device also sets the
+ * online softmax; FlashAttention-2 style; on compute capability 9.0 at head_dim 64 and >= 512
+ * tokens the same tiling on warp-group MMAs, attention_wgmma.cu: see kern_attention_cuda_kernel
+ * below). bf16 q/k/v/out. The first call per device also sets the
  * kernel's function attributes. The grid is sized by the bucket: (ceil(max_tokens / 64) packed
  * query tiles, n_heads); a tile is 64 consecutive packed tokens and may span several sequences: it
  * walks the keys of every sequence it touches and masks keys of other sequences, so no per-sequence
