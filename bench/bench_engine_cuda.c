@@ -119,10 +119,9 @@ static work_t s_work(const int32_t *lens, int32_t n, int32_t len, int32_t vocab,
 }
 
 /* submit k batches (slices of w, consecutive sequences) back to back, wait for all: ms
- * (g_submit_ms: how long the submit calls took, the host's share of the wall time before the
+ * (*submit_ms: how long the submit calls took, the host's share of the wall time before the
  * GPU can start) */
-static double g_submit_ms;
-static double s_run(wrk_engine_t *e, const work_t *w, int32_t k) {
+static double s_run(wrk_engine_t *e, const work_t *w, int32_t k, double *submit_ms) {
     wrk_result_t *r[64];
     com_error_t err = {0};
     const double t0 = 1e3 * bench_now_s();
@@ -138,7 +137,7 @@ static double s_run(wrk_engine_t *e, const work_t *w, int32_t k) {
             exit(1);
         }
     }
-    g_submit_ms = 1e3 * bench_now_s() - t0;
+    *submit_ms = 1e3 * bench_now_s() - t0;
     for (int32_t i = 0; i < k; i++) {
         if (wrk_result_wait(r[i], &err) != 0) {
             fprintf(stderr, "batch: %s\n", err.msg);
@@ -157,24 +156,24 @@ static double s_gpu_ms(wrk_engine_t *e) {
 }
 
 /* median / p99 wall ms of reps runs after a warm-up (eager, capture, replay); *gpu_med: median
- * GPU ms of the same runs (input copy to output copy, summed over the run's chunks) */
-static double g_submit_med_ms; /* median submit time of the last s_time */
+ * GPU ms of the same runs (input copy to output copy, summed over the run's chunks); *submit_med
+ * (unless NULL): median ms in the submit calls */
 static void s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps, double *med, double *p99,
-                   double *gpu_med) {
+                   double *gpu_med, double *submit_med) {
     double *v = malloc((size_t)reps * sizeof *v), *g = malloc((size_t)reps * sizeof *g);
     double *sub = malloc((size_t)reps * sizeof *sub);
     for (int i = 0; i < 3; i++)
-        s_run(e, w, k);
+        s_run(e, w, k, &sub[0]);
     for (int i = 0; i < reps; i++) {
         const double g0 = s_gpu_ms(e);
-        v[i] = s_run(e, w, k);
+        v[i] = s_run(e, w, k, &sub[i]);
         g[i] = s_gpu_ms(e) - g0;
-        sub[i] = g_submit_ms;
     }
     s_stats(v, reps, med, p99);
     double gp99, sp99;
     s_stats(g, reps, gpu_med, &gp99);
-    s_stats(sub, reps, &g_submit_med_ms, &sp99);
+    if (submit_med)
+        s_stats(sub, reps, submit_med, &sp99);
     free(v), free(g), free(sub);
 }
 
@@ -214,12 +213,12 @@ static int s_profile(const char *dir, const char *device, const char *name, int 
         com_prng_t rng;
         com_prng_seed(&rng, 42);
         work_t w = s_case(one, wrk_engine_model(e)->vocab_size, &rng);
-        double med, p99, gmed;
-        s_time(e, &w, 1, reps, &med, &p99, &gmed);
+        double med, p99, gmed, smed;
+        s_time(e, &w, 1, reps, &med, &p99, &gmed, &smed);
         printf("profile %s %s %s: %d seqs, %d tokens: wall median %.4f ms p99 %.4f ms, GPU "
                "median %.4f ms (%.0f tokens/s wall), submit median %.4f ms\n",
                dir, device, one, (int)w.n_seqs, (int)w.n_tokens, med, p99, gmed,
-               w.n_tokens / (med * 1e-3), g_submit_med_ms);
+               w.n_tokens / (med * 1e-3), smed);
         free(w.ids), free(w.cu);
     }
     wrk_engine_destroy(&e);
@@ -251,17 +250,17 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
     com_prng_seed(&rng, 42);
     double b1_med, b1_p99, b1_gpu;
     work_t one = s_work(NULL, 1, 128, in->vocab_size, &rng);
-    s_time(e, &one, 1, reps, &b1_med, &b1_p99, &b1_gpu);
+    s_time(e, &one, 1, reps, &b1_med, &b1_p99, &b1_gpu, NULL);
     work_t rag = s_case("ragged", in->vocab_size, &rng);
     double r1_med, r1_p99, r1_gpu, r4_med, r4_p99, r4_gpu;
-    s_time(e, &rag, 1, reps / 10 + 5, &r1_med, &r1_p99, &r1_gpu);
-    s_time(e, &rag, 4, reps / 10 + 5, &r4_med, &r4_p99, &r4_gpu);
+    s_time(e, &rag, 1, reps / 10 + 5, &r1_med, &r1_p99, &r1_gpu, NULL);
+    s_time(e, &rag, 4, reps / 10 + 5, &r4_med, &r4_p99, &r4_gpu, NULL);
     static const int32_t counts[] = {128, 256, 512, 1024, 2048, 4096, 8192};
     double lat[7], lat99[7], latg[7];
     for (int i = 0; i < 7; i++) {
         const int32_t n = counts[i] <= 512 ? 1 : counts[i] / 512;
         work_t w = s_work(NULL, n, counts[i] <= 512 ? counts[i] : 512, in->vocab_size, &rng);
-        s_time(e, &w, 1, reps / 4 + 5, &lat[i], &lat99[i], &latg[i]);
+        s_time(e, &w, 1, reps / 4 + 5, &lat[i], &lat99[i], &latg[i], NULL);
         free(w.ids), free(w.cu);
     }
     wrk_cuda_stats_t st;
