@@ -38,7 +38,6 @@
 #include <type_traits>
 
 #include "kernels/attention_wgmma.h"
-#include "kernels/gemm_wgmma.h"
 #include "kernels/kern_cuda_dev.cuh"
 #include "kernels/kern_wgmma.cuh"
 

@@ -9,8 +9,6 @@
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 
-/* true iff the current device runs the sm_90a kernels (compute capability 9.0) */
-bool kern_sm90a_device(void);
 int32_t kern_gemm_wgmma_count(void);
 const char *kern_gemm_wgmma_name(int32_t config);
 /* true iff config can run this shape on the current device: compute capability 9.0,

@@ -7,11 +7,16 @@
  * 16 warp + lane / 4 + 8 h, column 8 g + 2 (lane % 4) + e, g = 0 .. N / 8 - 1 (the mma.sync
  * m16n8 layout, one 16-row slab per warp). The RS A fragment of a k16 slice is the mma.sync
  * m16n8k16 A fragment of the warp's 16 rows: {row r, cols 2c..}, {r + 8, 2c..}, {r, 8 + 2c..},
- * {r + 8, 8 + 2c..} with r = lane / 4, c = lane % 4, two bf16 per register. */
+ * {r + 8, 8 + 2c..} with r = lane / 4, c = lane % 4, two bf16 per register. Also declares
+ * kern_sm90a_device, the one device check both files use. */
 #ifndef EMBER_KERNELS_KERN_WGMMA_CUH
 #define EMBER_KERNELS_KERN_WGMMA_CUH
 
 #include <stdint.h>
+
+/* true iff the current device runs the sm_90a kernels (compute capability 9.0); asked once per
+ * device (gemm_wgmma.cu) */
+bool kern_sm90a_device(void);
 
 namespace kern {
 
