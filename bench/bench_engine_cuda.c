@@ -156,7 +156,7 @@ static double s_gpu_ms(wrk_engine_t *e) {
 }
 
 /* median / p99 wall ms of reps runs after a warm-up (eager, capture, replay); *gpu_med: median
- * GPU ms of the same runs (input copy to output copy, summed over the run's chunks); *submit_med
+ * GPU ms of the same runs (each chunk's forward pass, input copy to pooling, summed); *submit_med
  * (unless NULL): median ms in the submit calls */
 static void s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps, double *med, double *p99,
                    double *gpu_med, double *submit_med) {
@@ -279,7 +279,8 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
         printf("%-44s %10.4f %10.4f %10.4f %14.0f\n", c, lat[i], lat99[i], latg[i],
                counts[i] / (lat[i] * 1e-3));
     }
-    printf("start-up: lazy %.0f ms; all %d buckets captured at start %.0f ms (capture %.1f ms); "
+    printf("start-up: lazy %.0f ms; all %d graphs (buckets x slots) captured at start %.0f ms "
+           "(capture %.1f ms); "
            "lazy run captured %d graphs (%.1f ms); device memory %.1f MiB, pinned %.1f MiB\n",
            start_lazy_ms, (int)st_all.n_graphs, start_all_ms, st_all.capture_ms, (int)st.n_graphs,
            st.capture_ms, (double)st.device_bytes / (1 << 20), (double)st.pinned_bytes / (1 << 20));

@@ -5,13 +5,15 @@
  *
  * Flow of a batch (submitting thread, returns before the GPU runs it):
  *   split at sequence boundaries into chunks of <= max_batch_tokens tokens; per chunk:
- *   take the next staging slot (S_SLOTS pinned input+output buffers, used round robin; blocks
- *   only when all are in flight) -> pack ids / sequence index / type ids / cu_seqlens / counts
- *   into its input buffer -> cudaMemcpyAsync to the device input area -> forward pass for the
- *   chunk's bucket (wrk_cuda_bucket_tokens) -> cudaMemcpyAsync of the [n_seqs, out_dim] fp32
- *   result into the slot's output buffer -> cudaEventRecord(slot event) -> hand the slot to
- *   the completion thread. All on one non-blocking stream, so the single device input area is
- *   safe: batch N+1's copy queues behind batch N's graph while the CPU packs batch N+2.
+ *   take the next staging slot (S_SLOTS mapped pinned input+output buffers, used round robin;
+ *   blocks only when all are in flight) -> pack ids / sequence index / type ids / cu_seqlens /
+ *   counts into its input buffer -> forward pass for the chunk's bucket (wrk_cuda_bucket_tokens)
+ *   given the slot's two buffers: its first kernel pulls the input across PCIe into the model's
+ *   device input area, its pooling kernel writes the [n_seqs, out_dim] fp32 result straight
+ *   into the slot's output buffer (no copy-engine transfers: they cost ~15 us of a batch-1
+ *   chunk, docs/benchmarks.md) -> cudaEventRecord(slot event) -> hand the slot to the
+ *   completion thread. All on one non-blocking stream, so the single device input area is
+ *   safe: batch N+1's copy kernel queues behind batch N's pass while the CPU packs batch N+2.
  * Device options (after the device, comma-separated): tune=on|off (default on: time the GEMM
  *   candidates per bucket at start, worker/model_bert_cuda.c; off for profilers, which would
  *   otherwise trace thousands of timing launches), pdl=on|off (programmatic dependent launch of
@@ -22,8 +24,10 @@
  * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: first hit
  * eager, second hit captured (cudaStreamBeginCapture in thread-local mode, instantiate), later hits
  * cudaGraphLaunch; 1: every bucket captured at start (each after one eager warm-up on a 1-token
- * batch); 2: always eager. The graph bakes the device pointers of the bucket's input layout; every
- *   kernel reads the batch from device memory, so one graph serves any mix of sequences.
+ * batch); 2: always eager. A graph bakes the addresses of its staging slot's buffers, so there is
+ *   one per bucket and slot (lazy: captured when a slot first carries a bucket that has run
+ *   eagerly once); every kernel reads the batch from device memory, so one graph serves any mix
+ *   of sequences.
  * Completion thread: takes slots in order, cudaEventSynchronize, copies the slot's output into
  *   the result's heap buffer (results own their memory and may outlive the engine), marks the
  *   result complete on its last chunk, frees the slot, writes the eventfd. wrk_result_poll
@@ -57,11 +61,12 @@
 enum { S_FREE = 0, S_QUEUED };
 
 typedef struct s_slot {
-    int32_t *in_host; /* [input words of the largest bucket], pinned */
-    float *out_host;  /* [max_bucket * hidden], pinned */
-    cudaEvent_t ev0;  /* recorded before the input copy (GPU time per chunk) */
-    cudaEvent_t ev;   /* recorded after the output copy */
-    int state;        /* S_FREE / S_QUEUED, under e->mu */
+    int32_t *in_host, *in_dev; /* [input words of the largest bucket], mapped pinned (host and
+                                  device addresses) */
+    float *out_host, *out_dev; /* [max_bucket * hidden], mapped pinned */
+    cudaEvent_t ev0;           /* recorded before the forward pass (GPU time per chunk) */
+    cudaEvent_t ev;            /* recorded after it */
+    int state;                 /* S_FREE / S_QUEUED, under e->mu */
     /* the job, written by the submitter before QUEUED */
     wrk_result_t *r;
     int32_t seq0, n_seqs, dim;
@@ -69,18 +74,14 @@ typedef struct s_slot {
     com_error_t err; /* when failed */
 } s_slot_t;
 
-typedef struct s_graph {
-    int64_t hits;
-    cudaGraphExec_t exec;
-} s_graph_t;
-
 typedef struct s_cuda {
     com_model_info_t info;
     int32_t device, max_tokens, graph_mode;
     int32_t n_buckets, *buckets; /* ascending */
     wrk_bert_cuda_t *model;
     cudaStream_t stream;
-    s_graph_t *graphs; /* [n_buckets] */
+    int64_t *hits;           /* [n_buckets] chunks run per bucket */
+    cudaGraphExec_t *graphs; /* [n_buckets * S_SLOTS], bucket-major */
     s_slot_t slots[S_SLOTS];
     int32_t next_submit, next_done;
     pthread_mutex_t mu;
@@ -137,10 +138,18 @@ static int32_t s_bucket_index(const s_cuda_t *e, int32_t T) {
     return lo;
 }
 
-static int s_capture(s_cuda_t *e, int32_t bi, com_error_t *err) {
+/* The forward pass of bucket bi for the chunk in slot si, kernel by kernel. */
+static int s_forward_eager(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
+    e->stats.eager_runs++;
+    return wrk_bert_cuda_forward(e->model, bi, e->slots[si].in_dev, e->slots[si].out_dev, e->stream,
+                                 err);
+}
+
+static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
     const double t0 = s_now_ms();
     KERN_CUDA_TRY(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal), err);
-    int rc = wrk_bert_cuda_forward(e->model, bi, e->stream, err);
+    int rc = wrk_bert_cuda_forward(e->model, bi, e->slots[si].in_dev, e->slots[si].out_dev,
+                                   e->stream, err);
     cudaGraph_t graph = NULL;
     cudaError_t ce = cudaStreamEndCapture(e->stream, &graph);
     if (rc != 0) {
@@ -149,7 +158,7 @@ static int s_capture(s_cuda_t *e, int32_t bi, com_error_t *err) {
         return rc;
     }
     KERN_CUDA_TRY(ce, err);
-    ce = cudaGraphInstantiate(&e->graphs[bi].exec, graph, 0);
+    ce = cudaGraphInstantiate(&e->graphs[bi * S_SLOTS + si], graph, 0);
     cudaGraphDestroy(graph);
     KERN_CUDA_TRY(ce, err);
     e->stats.n_graphs++;
@@ -157,20 +166,19 @@ static int s_capture(s_cuda_t *e, int32_t bi, com_error_t *err) {
     return 0;
 }
 
-/* The forward pass of bucket bi by the graph policy. */
-static int s_forward(s_cuda_t *e, int32_t bi, com_error_t *err) {
-    s_graph_t *g = &e->graphs[bi];
+/* The forward pass of bucket bi for the chunk in slot si, by the graph policy. */
+static int s_forward(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
+    cudaGraphExec_t *g = &e->graphs[bi * S_SLOTS + si];
     int rc = 0;
-    if (e->graph_mode == 2 || (e->graph_mode == 0 && g->hits == 0 && !g->exec)) {
-        rc = wrk_bert_cuda_forward(e->model, bi, e->stream, err);
-        e->stats.eager_runs++;
+    if (e->graph_mode == 2 || (e->graph_mode == 0 && e->hits[bi] == 0 && !*g)) {
+        rc = s_forward_eager(e, bi, si, err);
     } else {
-        if (!g->exec && (rc = s_capture(e, bi, err)) != 0)
+        if (!*g && (rc = s_capture(e, bi, si, err)) != 0)
             return rc;
-        KERN_CUDA_TRY(cudaGraphLaunch(g->exec, e->stream), err);
+        KERN_CUDA_TRY(cudaGraphLaunch(*g, e->stream), err);
         e->stats.graph_launches++;
     }
-    g->hits++;
+    e->hits[bi]++;
     return rc;
 }
 
@@ -182,17 +190,9 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
     wrk_bert_cuda_pack(sl->in_host, T, b->token_ids, b->type_ids, b->cu_seqlens + s0, s1 - s0, dim,
                        normalize);
     KERN_CUDA_TRY(cudaEventRecord(sl->ev0, e->stream), err);
-    KERN_CUDA_TRY(cudaMemcpyAsync(wrk_bert_cuda_input(e->model), sl->in_host,
-                                  wrk_bert_cuda_input_words(T) * sizeof(int32_t),
-                                  cudaMemcpyHostToDevice, e->stream),
-                  err);
-    int rc = s_forward(e, bi, err);
+    int rc = s_forward(e, bi, (int32_t)(sl - e->slots), err);
     if (rc != 0)
         return rc;
-    KERN_CUDA_TRY(cudaMemcpyAsync(sl->out_host, wrk_bert_cuda_output(e->model),
-                                  (size_t)(s1 - s0) * (size_t)dim * sizeof(float),
-                                  cudaMemcpyDeviceToHost, e->stream),
-                  err);
     KERN_CUDA_TRY(cudaEventRecord(sl->ev, e->stream), err);
     return 0;
 }
@@ -349,10 +349,11 @@ static void s_destroy(void *impl) {
     if (e->stream)
         cudaStreamSynchronize(e->stream);
     if (e->graphs)
-        for (int32_t i = 0; i < e->n_buckets; i++)
-            if (e->graphs[i].exec)
-                cudaGraphExecDestroy(e->graphs[i].exec);
+        for (int32_t i = 0; i < e->n_buckets * S_SLOTS; i++)
+            if (e->graphs[i])
+                cudaGraphExecDestroy(e->graphs[i]);
     free(e->graphs);
+    free(e->hits);
     wrk_bert_cuda_destroy(&e->model);
     for (int i = 0; i < S_SLOTS; i++) {
         if (e->slots[i].in_host)
@@ -374,29 +375,18 @@ static void s_destroy(void *impl) {
     free(e);
 }
 
-/* Warm-up + capture of every bucket on a 1-token dummy batch (graphs=all). */
+/* Warm-up + capture of every bucket and slot on a 1-token dummy batch (graphs=all). */
 static int s_capture_all(s_cuda_t *e, com_error_t *err) {
     const int32_t ids[1] = {0}, cu[2] = {0, 1};
     for (int32_t bi = 0; bi < e->n_buckets; bi++) {
-        /* the layout depends on the bucket: pack the dummy for this one */
-        int32_t *d = calloc(wrk_bert_cuda_input_words(e->buckets[bi]), sizeof *d);
-        if (!d)
-            return com_error_set(err, COM_ENOMEM, "engine: out of memory");
-        wrk_bert_cuda_pack(d, e->buckets[bi], ids, NULL, cu, 1, e->info.embedding_dim, false);
-        cudaError_t ce = cudaMemcpy(wrk_bert_cuda_input(e->model), d,
-                                    wrk_bert_cuda_input_words(e->buckets[bi]) * sizeof *d,
-                                    cudaMemcpyHostToDevice);
-        free(d);
-        int rc = 0;
-        if (ce != cudaSuccess)
-            rc = kern_check_fail(err, "cudaMemcpy(dummy input)", cudaGetErrorName(ce),
-                                 cudaGetErrorString(ce), __func__, __FILE__, __LINE__);
-        if (rc == 0)
-            rc = wrk_bert_cuda_forward(e->model, bi, e->stream, err);
-        if (rc == 0) {
-            e->stats.eager_runs++;
-            rc = s_capture(e, bi, err);
-        }
+        /* the layout depends on the bucket: pack the dummy for this one (the previous bucket's
+         * warm-up has finished reading the slot: synchronised below) */
+        wrk_bert_cuda_pack(e->slots[0].in_host, e->buckets[bi], ids, NULL, cu, 1,
+                           e->info.embedding_dim, false);
+        int rc = s_forward_eager(e, bi, 0, err);
+        for (int32_t si = 0; si < S_SLOTS && rc == 0; si++)
+            rc = s_capture(e, bi, si, err);
+        cudaError_t ce;
         if (rc == 0 && (ce = cudaStreamSynchronize(e->stream)) != cudaSuccess)
             rc = kern_check_fail(err, "cudaStreamSynchronize(warm-up)", cudaGetErrorName(ce),
                                  cudaGetErrorString(ce), __func__, __FILE__, __LINE__);
@@ -509,8 +499,9 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     for (int32_t T = 64; T <= max_bucket; T = wrk_cuda_bucket_tokens(T + 1))
         e->n_buckets++;
     e->buckets = malloc((size_t)e->n_buckets * sizeof *e->buckets);
-    e->graphs = calloc((size_t)e->n_buckets, sizeof *e->graphs);
-    if (!e->buckets || !e->graphs) {
+    e->graphs = calloc((size_t)e->n_buckets * S_SLOTS, sizeof *e->graphs);
+    e->hits = calloc((size_t)e->n_buckets, sizeof *e->hits);
+    if (!e->buckets || !e->graphs || !e->hits) {
         rc = com_error_set(err, COM_ENOMEM, "engine: out of memory");
         goto err;
     }
@@ -525,13 +516,17 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     const size_t in_bytes = wrk_bert_cuda_input_words(max_bucket) * sizeof(int32_t);
     const size_t out_bytes = (size_t)max_bucket * (size_t)e->info.hidden_size * sizeof(float);
     for (int i = 0; i < S_SLOTS; i++) {
-        S_CUDA(cudaHostAlloc((void **)&e->slots[i].in_host, in_bytes, cudaHostAllocDefault));
-        S_CUDA(cudaHostAlloc((void **)&e->slots[i].out_host, out_bytes, cudaHostAllocDefault));
+        s_slot_t *sl = &e->slots[i];
+        S_CUDA(cudaHostAlloc((void **)&sl->in_host, in_bytes, cudaHostAllocMapped));
+        S_CUDA(cudaHostAlloc((void **)&sl->out_host, out_bytes, cudaHostAllocMapped));
+        S_CUDA(cudaHostGetDevicePointer((void **)&sl->in_dev, sl->in_host, 0));
+        S_CUDA(cudaHostGetDevicePointer((void **)&sl->out_dev, sl->out_host, 0));
         S_CUDA(cudaEventCreate(&e->slots[i].ev));
         S_CUDA(cudaEventCreate(&e->slots[i].ev0));
     }
     e->stats.device = device;
     e->stats.n_buckets = e->n_buckets;
+    e->stats.n_slots = S_SLOTS;
     e->stats.max_bucket = max_bucket;
     e->stats.device_bytes = wrk_bert_cuda_device_bytes(e->model);
     wrk_bert_cuda_plan_counts(e->model, &e->stats.plans_timed, &e->stats.plans_cached);

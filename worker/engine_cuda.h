@@ -22,7 +22,8 @@ typedef struct wrk_cuda_stats {
     int32_t device;         /* CUDA device index */
     int32_t n_buckets;      /* buckets planned */
     int32_t max_bucket;     /* largest bucket (tokens) */
-    int32_t n_graphs;       /* CUDA graphs captured so far (at most one per bucket) */
+    int32_t n_slots;        /* staging slots (batches in flight) */
+    int32_t n_graphs;       /* CUDA graphs captured so far (at most one per bucket and slot) */
     double capture_ms;      /* total time spent capturing + instantiating them */
     int64_t eager_runs;     /* forward passes launched kernel by kernel */
     int64_t graph_launches; /* forward passes launched as a graph */
@@ -30,8 +31,8 @@ typedef struct wrk_cuda_stats {
     size_t pinned_bytes;    /* host staging (input + output slots) */
     /* GEMM plans (buckets x 4) whose algorithm was timed at start / taken from the tuning cache */
     int32_t plans_timed, plans_cached;
-    /* GPU time of each chunk, input copy start to output copy end (CUDA events; written by
-     * the completion thread) */
+    /* GPU time of each chunk's forward pass, input copy kernel to pooling (CUDA events;
+     * written by the completion thread) */
     int64_t gpu_chunks;
     double gpu_ms_last, gpu_ms_total;
 } wrk_cuda_stats_t;

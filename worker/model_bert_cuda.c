@@ -15,20 +15,22 @@
  *   ctx    bf16  [T, H]         attention output
  *   tmp    bf16  [T, H]         the output / FFN-down GEMM's result (+ bias) when the plan
  *                               runs the residual + LayerNorm as a kernel of its own (ln scratch)
- *   out    fp32  [T, H]         pooled embeddings [n_seqs, out_dim]
+ *   out    fp32  [T, H]         pooled embeddings [n_seqs, out_dim] when forward is given no
+ *                               destination (the tuner's timing runs)
  *   ws     32 MiB               cuBLASLt workspace (every plan is chosen to fit it)
  * GEMM algorithms: per bucket and GEMM, the fastest of cuBLASLt's heuristic candidates and our
  * own kernels (kernels/linear.h), timed at start (s_tune; checked in the whole forward pass at
  * the latency buckets) or taken from the tuning cache (worker/tune_cache.h).
- * Per layer (bucket T): qkv = hb Wqkv^T + bqkv (BIAS epilogue); ctx = attention;
+ * Forward pass: copy the batch's input area in (kern_copy_cuda, when given one); embedding +
+ * LayerNorm; per layer (bucket T): qkv = hb Wqkv^T + bqkv (BIAS epilogue); ctx = attention;
  * h32,hb = LN(ctx Wo^T + bo + h32) (BIAS_ADD_LN epilogue: one kernel when our fused Hopper GEMM
  * wins the timing, else the GEMM into tmp and the residual + LayerNorm kernel);
  * big = GELU(hb W1^T + b1) (one kernel when ours wins the timing, else cuBLASLt + the GELU
  * kernel); h32,hb = LN(big W2^T + b2 + h32) (BIAS_ADD_LN again). With residual_bf16 the
  * LayerNorms read and write hb alone (hb = LN(. + hb); the last one writes h32 too). Then
- * pooling from h32 into out. Padding rows [n_tokens, T) of hb are zeros (embedding kernel) and
- * stay finite everywhere else (the LayerNorms do not write them).
- * Thread: the engine's submitting thread; stream: the one passed to forward. */
+ * pooling from h32 into forward's destination. Padding rows [n_tokens, T) of hb are zeros
+ * (embedding kernel) and stay finite everywhere else (the LayerNorms do not write them). Thread:
+ * the engine's submitting thread; stream: the one passed to forward. */
 #include "worker/model_bert_cuda.h"
 
 #include <math.h>
@@ -40,6 +42,7 @@
 #include "common/log.h"
 #include "common/safetensors.h"
 #include "kernels/attention.h"
+#include "kernels/copy.h"
 #include "kernels/embed_layernorm.h"
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
@@ -297,7 +300,7 @@ static int s_time_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t st, cudaE
                           cudaEvent_t e1, float *ms, com_error_t *err) {
     enum { kWarm = 3, kReps = 20, kTrials = 3 };
     KERN_CUDA_TRY(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), err);
-    int rc = wrk_bert_cuda_forward(m, bi, st, err);
+    int rc = wrk_bert_cuda_forward(m, bi, NULL, NULL, st, err);
     cudaGraph_t graph = NULL;
     cudaError_t ce = cudaStreamEndCapture(st, &graph);
     if (rc != 0) {
@@ -596,14 +599,6 @@ err:
     return rc ? rc : COM_EINTERNAL;
 }
 
-int32_t *wrk_bert_cuda_input(wrk_bert_cuda_t *m) {
-    return m->in;
-}
-
-const float *wrk_bert_cuda_output(wrk_bert_cuda_t *m) {
-    return m->out;
-}
-
 void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached) {
     *timed = m->plans_timed;
     *cached = m->plans_cached;
@@ -613,7 +608,8 @@ size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m) {
     return m->bytes;
 }
 
-int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t stream, com_error_t *err) {
+int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, const int32_t *in_src, float *out,
+                          cudaStream_t stream, com_error_t *err) {
     if (bi < 0 || bi >= m->n_buckets)
         return com_error_set(err, COM_EINVAL, "bert cuda forward: bucket index %d", (int)bi);
     const com_model_info_t *in = &m->info;
@@ -632,6 +628,9 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t stream, c
             return rc;                                                                             \
     } while (0)
     const bool r16 = m->residual_bf16;
+    if (in_src)
+        S_TRY(kern_copy_cuda(m->in, in_src, wrk_bert_cuda_input_words(T) * sizeof(int32_t), stream,
+                             err));
     S_TRY(kern_embed_layernorm_cuda(r16 ? NULL : m->h32, m->hb, ids, types, seq, cu, n_tokens, T,
                                     m->word, m->pos, m->type, m->emb_g, m->emb_b, H, eps, stream,
                                     err));
@@ -655,7 +654,8 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t stream, c
     const kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
                                   : in->pooling == COM_POOL_LAST ? KERN_POOL_LAST
                                                                  : KERN_POOL_MEAN;
-    S_TRY(kern_pool_cuda(m->out, m->h32, cu, n_seqs, out_dim, norm, T, H, mode, stream, err));
+    S_TRY(kern_pool_cuda(out ? out : m->out, m->h32, cu, n_seqs, out_dim, norm, T, H, mode, stream,
+                         err));
 #undef S_TRY
     return 0;
 }

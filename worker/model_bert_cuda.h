@@ -4,8 +4,8 @@
  *
  * Memory is planned once, at creation, for the largest bucket (T = buckets[n_buckets - 1]); the
  * forward pass allocates nothing. Everything a batch changes lives in one device input area
- * whose layout depends only on the bucket (wrk_bert_cuda_pack writes it on the host; the engine
- * copies it with one cudaMemcpyAsync), so the kernels read counts and boundaries from device
+ * whose layout depends only on the bucket (wrk_bert_cuda_pack writes it on the host, the forward
+ * pass's first kernel copies it in), so the kernels read counts and boundaries from device
  * memory and one CUDA graph per bucket serves any mix of sequences.
  *
  * Thread-safety: a model is used by one thread at a time (the engine's submitting thread); the
@@ -60,16 +60,20 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
                       wrk_bert_cuda_t **out, com_error_t *err);
 void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p);
 
-int32_t *wrk_bert_cuda_input(wrk_bert_cuda_t *m);      /* device input area (largest bucket) */
-const float *wrk_bert_cuda_output(wrk_bert_cuda_t *m); /* device [n_seqs, out_dim] fp32 */
 size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m); /* weights + activations + ws */
 /* GEMM plans whose algorithm start-up timed, and those taken from the tuning cache. */
 void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached);
 
 /* Enqueues the whole forward pass for bucket buckets[bucket_index] on stream (capturable: no
- * allocation, no synchronisation, no host reads of device data). Returns 0 or COM_EINTERNAL /
+ * allocation, no synchronisation, no host reads of device data). in: the batch's input area
+ * (wrk_bert_cuda_pack, wrk_bert_cuda_input_words(bucket) words, 16-byte aligned), a device
+ * address, typically of mapped pinned host memory: the first kernel copies it into the model's
+ * device input area, so no copy-engine transfer is needed; NULL = the device area already holds
+ * it. out: where the pooled [n_seqs, out_dim] fp32 result goes (16-byte aligned device address,
+ * e.g. mapped host memory, which the pooling kernel then writes across PCIe); NULL = an internal
+ * device buffer. A CUDA graph of the pass bakes both addresses. Returns 0 or COM_EINTERNAL /
  * COM_EINVAL with err. */
-int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bucket_index, struct CUstream_st *stream,
-                          com_error_t *err);
+int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bucket_index, const int32_t *in, float *out,
+                          struct CUstream_st *stream, com_error_t *err);
 
 #endif
