@@ -391,6 +391,12 @@ static int s_refine_in_context(wrk_bert_cuda_t *m, int32_t b, int32_t *refined, 
         cu[s] = s * 128 < T ? s * 128 : T;
     wrk_bert_cuda_pack(host, T, ids, NULL, cu, n_seqs, H, false);
     cudaError_t ce = cudaMemcpy(m->in, host, words * sizeof *host, cudaMemcpyHostToDevice);
+    /* from pageable memory cudaMemcpy may return before its DMA has landed, and the timing
+     * below runs on a non-blocking stream, which does not wait for the legacy stream: without
+     * this the first graph could read the previous bucket's input area (whose layout differs)
+     * and index out of bounds (an illegal address seen once under a loaded GPU) */
+    if (ce == cudaSuccess)
+        ce = cudaDeviceSynchronize();
     free(host), free(ids);
     KERN_CUDA_TRY(ce, err);
     cudaStream_t st = NULL;

@@ -186,13 +186,15 @@ def test_drain(a):
     # long enough to be declared lost, with chunks, before the SIGTERM.
     with pu.Pool(pu.bins_of(a), a.model, name="drain", heartbeat_ms=300) as pool:
         b = pool.up(2, broker_args=BROKER_ARGS)
-        texts = pu.make_texts(1000, seed=13, min_words=2, max_words=6)
+        # enough work that the request outlives the SIGTERM: 1000 texts once finished in 1.06 s
+        # on a fast CI machine, before the signal
+        texts = pu.make_texts(2500, seed=13, min_words=2, max_words=6)
         ref, _ = pool.ember.reference(texts)
         red0 = broker_rec(pool).get("redispatched", 0)
         req = Async(b.frontend, texts, 60000, pu.scaled(90))
         victim = pool.workers[0]
         pu.wait_until(lambda: worker_loaded(pool, victim), 10)
-        time.sleep(0.3)
+        time.sleep(0.1)
         check(not req.join(0), "the request is still running when the worker gets SIGTERM")
         victim.send_signal(signal.SIGTERM)
         victim.expect_exit = True
