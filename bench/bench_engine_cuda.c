@@ -11,6 +11,8 @@
  *   bench_engine_cuda profile MODEL_DIR DEVICE CASE[,CASE...] [REPS]
  *     one case (b1_128, ragged, or a token count as sequences of <= 512) on DEVICE (e.g.
  *     "cuda:0,graphs=off" under ncu): wall and GPU medians.
+ *   Both take spin=US after REPS: the timed runs wait with wrk_result_wait_spin (busy-poll up
+ *   to US microseconds, as torch.cuda.synchronize() spins by default) instead of blocking.
  *   bench_engine_cuda dump MODEL_DIR DEVICE IN.bin OUT.bin
  *     runs the batches of IN.bin (int32 n_batches; per batch n_seqs, n_tokens, cu[n_seqs+1],
  *     ids[n_tokens]) through DEVICE ("cpu" or "cuda:0") with normalize 0 (raw pooled), writes
@@ -118,6 +120,9 @@ static work_t s_work(const int32_t *lens, int32_t n, int32_t len, int32_t vocab,
     return w;
 }
 
+/* How the timed runs wait for a result: busy-poll this long first (spin=US), else block */
+static int32_t g_spin_us;
+
 /* submit k batches (slices of w, consecutive sequences) back to back, wait for all: ms
  * (*submit_ms: how long the submit calls took, the host's share of the wall time before the
  * GPU can start) */
@@ -139,7 +144,7 @@ static double s_run(wrk_engine_t *e, const work_t *w, int32_t k, double *submit_
     }
     *submit_ms = 1e3 * bench_now_s() - t0;
     for (int32_t i = 0; i < k; i++) {
-        if (wrk_result_wait(r[i], &err) != 0) {
+        if (wrk_result_wait_spin(r[i], g_spin_us, &err) != 0) {
             fprintf(stderr, "batch: %s\n", err.msg);
             exit(1);
         }
@@ -203,7 +208,8 @@ static int s_profile(const char *dir, const char *device, const char *name, int 
         fprintf(stderr, "engine: %s\n", err.msg);
         return 1;
     }
-    printf("profile %s %s: engine start %.0f ms\n", dir, device, (bench_now_s() - t0) * 1e3);
+    printf("profile %s %s: engine start %.0f ms; results waited for %s\n", dir, device,
+           (bench_now_s() - t0) * 1e3, g_spin_us > 0 ? "by spinning" : "by blocking");
     /* CASE may list several, comma-separated: one engine start (and GEMM tuning) for all */
     for (const char *c = name; *c;) {
         char one[32];
@@ -322,14 +328,17 @@ int main(int argc, char **argv) {
     if (argc >= 6 && strcmp(argv[1], "dump") == 0)
         return s_dump(argv[2], argv[3], argv[4], argv[5]);
 #ifdef EMBER_HAVE_CUDA
+    if (argc > 6 && strncmp(argv[6], "spin=", 5) == 0)
+        g_spin_us = atoi(argv[6] + 5);
     if (argc >= 5 && strcmp(argv[1], "bench") == 0)
         return s_bench(argv[2], argv[3], argv[4], argc > 5 ? atoi(argv[5]) : 200);
     if (argc >= 5 && strcmp(argv[1], "profile") == 0)
         return s_profile(argv[2], argv[3], argv[4], argc > 5 ? atoi(argv[5]) : 50);
 #endif
     fprintf(stderr,
-            "usage: %s bench MODEL_DIR NAME OUT.json [REPS]   (CUDA builds)\n"
-            "       %s profile MODEL_DIR DEVICE b1_128|ragged|TOKENS[,...] [REPS]   (CUDA builds)\n"
+            "usage: %s bench MODEL_DIR NAME OUT.json [REPS [spin=US]]   (CUDA builds)\n"
+            "       %s profile MODEL_DIR DEVICE b1_128|ragged|TOKENS[,...] [REPS [spin=US]]   "
+            "(CUDA builds)\n"
             "       %s dump MODEL_DIR DEVICE IN.bin OUT.bin\n",
             argv[0], argv[0], argv[0]);
     return 2;

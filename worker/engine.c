@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "worker/engine_backend.h"
 
 #define S_MAX_SEQS (1 << 24)
@@ -195,18 +196,32 @@ int wrk_result_poll(const wrk_result_t *r) {
 }
 
 int wrk_result_wait(wrk_result_t *r, com_error_t *err) {
-    if (!atomic_load(&r->done)) {
-        pthread_mutex_lock(&r->mu);
-        while (!atomic_load(&r->done))
-            pthread_cond_wait(&r->cv, &r->mu);
-        pthread_mutex_unlock(&r->mu);
-    }
+    /* always through the lock, even when done is already set: wrk_result_complete sets it
+     * inside the lock, so once we hold it the completing thread has left r alone and the caller
+     * may destroy it (a lock-free return here let a spinning waiter free r while the completer
+     * was still in pthread_cond_broadcast: a segfault seen with wrk_result_wait_spin) */
+    pthread_mutex_lock(&r->mu);
+    while (!atomic_load(&r->done))
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
     if (r->err.code != 0) {
         if (err)
             *err = r->err;
         return r->err.code;
     }
     return 0;
+}
+
+int wrk_result_wait_spin(wrk_result_t *r, int32_t spin_us, com_error_t *err) {
+    if (spin_us > 0 && !atomic_load(&r->done)) {
+        const int64_t end = com_clock_mono_us() + spin_us;
+        while (!atomic_load(&r->done) && com_clock_mono_us() < end) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause(); /* spin-wait hint: yields the core's shared resources */
+#endif
+        }
+    }
+    return wrk_result_wait(r, err);
 }
 
 const float *wrk_result_embeddings(const wrk_result_t *r, int32_t *n_seqs, int32_t *dim) {

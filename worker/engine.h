@@ -73,6 +73,11 @@ int wrk_engine_submit(wrk_engine_t *e, const wrk_batch_t *batch, wrk_result_t **
 int wrk_result_poll(const wrk_result_t *r);
 /* Blocks until complete. Returns 0, or the batch's error code with its message in err. */
 int wrk_result_wait(wrk_result_t *r, com_error_t *err);
+/* As wrk_result_wait, after busy-polling for up to spin_us microseconds (no system call, as a
+ * CUDA synchronisation does by default): for in-process callers that spend a core to skip the
+ * wake-up of a blocked thread (a few microseconds, more from a deep idle state). spin_us <= 0:
+ * wrk_result_wait. */
+int wrk_result_wait_spin(wrk_result_t *r, int32_t spin_us, com_error_t *err);
 /* After a successful wait: the embeddings, [n_seqs, dim] row-major fp32 in host memory, owned
  * by r. dim is out_dim when it was set, else the model's embedding width. */
 const float *wrk_result_embeddings(const wrk_result_t *r, int32_t *n_seqs, int32_t *dim);
