@@ -7,7 +7,9 @@
 #      (bench/gpu/make_random_models.py, transformers);
 #   3. the gpu-labelled tests (the kernels_cuda and engine_cuda binaries), against the
 #      MiniLM-shaped model;
-#   4. whole-engine correctness vs the CPU engine and vs transformers fp32 (bench/gpu/check_engine.py);
+#   4. whole-engine correctness vs the CPU engine and vs transformers fp32 (bench/gpu/check_engine.py)
+#      and, when the packed DIR holds the real all-MiniLM-L6-v2 (real-minilm/, a bf16 copy made by
+#      --pack), the engine with the real weights vs sentence-transformers (check_real_model.py);
 #   5. kernel bench (bench_kernels_cuda), engine bench (bench_engine_cuda) and the transformers
 #      bf16 peer, eager and CUDA graph (bench/gpu/transformers_peer.py), for both model shapes;
 #   6. a summary table (PASS/FAIL + the headline numbers); JSON files and logs in $OUT.
@@ -18,6 +20,8 @@
 #   allows 600 s per call and a full check takes longer since the engine times its GEMMs at
 #   every start: run "--steps 3,4" and "--steps 5" as two calls with the same OUT and MODELS.
 #        (dev box):  ops/gpu-check.sh --pack DIR BUILD_DIR    # binaries + their non-system libs
+#   (+ real-minilm/: a bf16 copy of models/all-MiniLM-L6-v2, xz-compressed, when that is there;
+#   the device tool's 64 MiB carry limit then wants DIR itself packed: tar cJf)
 #
 # Build there: needs cmake, nvcc 13 and the Debian packages below unpacked from .gpudeps/*.deb
 # into /opt/deps (this script does it). Fetch them on the dev box, in the repo root, with:
@@ -37,6 +41,10 @@ if [ "${1:-}" = "--pack" ]; then
             grep -E 'libopenblas|libgfortran|libquadmath|libjansson|libmsgpack|libhiredis|libzmq' |
             xargs -r -I{} cp -L {} "$dir/lib/"
     done
+    if [ -f models/all-MiniLM-L6-v2/model.safetensors ]; then
+        python3 bench/gpu/pack_bf16_model.py models/all-MiniLM-L6-v2 "$dir/real-minilm" &&
+            xz -f -T0 "$dir/real-minilm/model.safetensors" || exit 1
+    fi
     du -sh "$dir"
     exit 0
 fi
@@ -122,6 +130,20 @@ if want 4; then
         record "engine vs cpu + transformers" PASS; else record "engine vs cpu + transformers" FAIL; fi
     sed -n '/== whole-engine/,$p' "$OUT/check_engine.log"; cp "$OUT/check/check_engine.json" "$OUT/" 2>/dev/null
     rm -f "$OUT"/check/*.bin
+    if [ -n "$PREBUILT" ] && [ -f "$PREBUILT/real-minilm/model.safetensors.xz" ]; then
+        real=/tmp/ember-real-minilm
+        mkdir -p $real && cp -r "$PREBUILT/real-minilm/." $real/ && rm -f $real/model.safetensors.xz &&
+            xz -dc "$PREBUILT/real-minilm/model.safetensors.xz" > $real/model.safetensors
+        if python3 bench/gpu/check_real_model.py --bin "$BIN_EB" --model $real \
+                --fixture tests/fixtures/minilm_st_reference.bin --out "$OUT/real" \
+                --devices ${REAL_DEVICES:-cuda:0 cuda:0,graphs=all} > "$OUT/check_real_model.log" 2>&1; then
+            record "real MiniLM vs sentence-transformers" PASS
+        else
+            record "real MiniLM vs sentence-transformers" FAIL
+        fi
+        sed -n '/== real/,$p' "$OUT/check_real_model.log"; cp "$OUT/real/check_real_model.json" "$OUT/" 2>/dev/null
+        rm -f "$OUT"/real/*.bin
+    fi
 fi
 
 step "5. benches"
@@ -173,6 +195,11 @@ for m in ["minilm", "bert-base"]:
     print(f"{m:<10} graphs: {s['buckets']} buckets, capture-all {s['capture_all_graph_ms']:.0f} ms "
           f"(start-up {s['capture_all_ms']:.0f} ms vs lazy {s['lazy_ms']:.0f} ms); lazy run captured "
           f"{s['graphs_lazy_run']} graphs in {s['capture_lazy_ms']:.1f} ms")
+r = load("check_real_model.json")
+if r:
+    for k, v in r.items():
+        if isinstance(v, dict) and k.endswith("batches of 1"):
+            print(f"{'real MiniLM':<10} worst cosine vs ST {k:<40} {v['worst_cosine']:.7f} ({v['n']}) {'PASS' if v['pass'] else 'FAIL'}")
 c = load("check_engine.json")
 if c:
     for m in ["minilm", "bert-base"]:
