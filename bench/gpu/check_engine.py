@@ -11,9 +11,7 @@ OUT/check_engine.json. Exit status 0 only if every check passes.
 Usage: check_engine.py --bin build/bench/bench_engine_cuda --models MODELS --out OUT
        [--devices cuda:0 cuda:0,residual=bf16 ...]   (each device string checked in turn)"""
 import argparse
-import json
 import os
-import struct
 import subprocess
 import sys
 
@@ -21,7 +19,8 @@ import numpy as np
 import torch
 from transformers import BertModel
 
-COS_MIN = 0.9999
+from dump_io import COS_MIN, cosines, finish, read_out, verdict, write_in
+
 SIZES = [1, 1, 2, 5, 16, 64, 128, 256]
 
 
@@ -35,22 +34,6 @@ def make_batches(rng, vocab):
         ids = [rng.integers(1000, vocab, int(l)).astype(np.int32) for l in lens]
         batches.append(ids)
     return batches
-
-
-def write_in(path, batches):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<i", len(batches)))
-        for seqs in batches:
-            cu = np.concatenate([[0], np.cumsum([len(s) for s in seqs])]).astype(np.int32)
-            f.write(struct.pack("<ii", len(seqs), int(cu[-1])))
-            f.write(cu.tobytes())
-            f.write(np.concatenate(seqs).astype(np.int32).tobytes())
-
-
-def read_out(path):
-    with open(path, "rb") as f:
-        n, d = struct.unpack("<ii", f.read(8))
-        return np.frombuffer(f.read(), dtype=np.float32).reshape(n, d)
 
 
 def hf_reference(model_dir, batches):
@@ -73,11 +56,6 @@ def hf_reference(model_dir, batches):
     del model
     torch.cuda.empty_cache()
     return np.concatenate(outs)
-
-
-def cosines(a, b):
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    return (a64 * b64).sum(1) / (np.linalg.norm(a64, axis=1) * np.linalg.norm(b64, axis=1))
 
 
 def main():
@@ -114,20 +92,16 @@ def main():
         checks["cpu engine vs transformers fp32"] = cosines(c, ref[:len(c)])
         report[name] = {"tokens": n_tok, "sequences": int(len(g)), "checks": {}}
         for what, cs in checks.items():
-            worst = float(np.min(cs)) if len(cs) else float("nan")
-            ok = len(cs) > 0 and worst >= COS_MIN and not np.isnan(cs).any()
-            ok_all &= ok
-            rows.append((name, what, len(cs), worst, int((cs < COS_MIN).sum()), ok))
-            report[name]["checks"][what] = {"n": int(len(cs)), "worst_cosine": worst,
-                                            "below": int((cs < COS_MIN).sum()), "pass": bool(ok)}
+            v = verdict(cs)
+            ok_all &= v["pass"]
+            rows.append((name, what, v))
+            report[name]["checks"][what] = v
     print(f"\n== whole-engine correctness (cosine >= {COS_MIN} per embedding) ==")
     print(f"{'model':<10} {'comparison':<44} {'n':>6} {'worst cosine':>13} {'below':>6}  result")
-    for r in rows:
-        print(f"{r[0]:<10} {r[1]:<44} {r[2]:>6} {r[3]:>13.7f} {r[4]:>6}  {'PASS' if r[5] else 'FAIL'}")
-    report["pass"] = bool(ok_all)
-    with open(os.path.join(a.out, "check_engine.json"), "w") as f:
-        json.dump(report, f, indent=1)
-    return 0 if ok_all else 1
+    for name, what, v in rows:
+        print(f"{name:<10} {what:<44} {v['n']:>6} {v['worst_cosine']:>13.7f} {v['below']:>6}  "
+              f"{'PASS' if v['pass'] else 'FAIL'}")
+    return finish(report, ok_all, os.path.join(a.out, "check_engine.json"))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ original, and the comparison includes the weights' bf16 rounding.
 Usage: check_real_model.py --bin BENCH_ENGINE_CUDA --model DIR --fixture BIN --out DIR
        [--devices cuda:0 ...]   (numpy only; exit status 0 only if every check passes)"""
 import argparse
-import json
 import os
 import struct
 import subprocess
@@ -19,8 +18,7 @@ import sys
 
 import numpy as np
 
-COS_MIN = 0.9999
-
+from dump_io import COS_MIN, cosines, finish, read_out, verdict, write_in
 
 def read_fixture(path):
     buf = open(path, "rb").read()
@@ -39,27 +37,6 @@ def read_fixture(path):
     return recs
 
 
-def write_in(path, batches):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<i", len(batches)))
-        for seqs in batches:
-            cu = np.concatenate([[0], np.cumsum([len(s) for s in seqs])]).astype(np.int32)
-            f.write(struct.pack("<ii", len(seqs), int(cu[-1])))
-            f.write(cu.tobytes())
-            f.write(np.concatenate(seqs).astype(np.int32).tobytes())
-
-
-def read_out(path):
-    with open(path, "rb") as f:
-        n, d = struct.unpack("<ii", f.read(8))
-        return np.frombuffer(f.read(), dtype=np.float32).reshape(n, d)
-
-
-def cosines(a, b):
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    return (a64 * b64).sum(1) / (np.linalg.norm(a64, axis=1) * np.linalg.norm(b64, axis=1))
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -72,7 +49,7 @@ def main():
     recs = read_fixture(a.fixture)
     for kind in (0, 2):  # the references this check uses
         assert any(r[0] == kind for r in recs), "fixture without kind %d records" % kind
-    rows, report, ok_all = [], {}, True
+    report, ok_all = {}, True
     for kind, label in ((0, "full (normalised)"), (2, "raw mean pooled")):
         sel = [r for r in recs if r[0] == kind]
         ids = [r[1] for r in sel]
@@ -85,22 +62,15 @@ def main():
                 fout = os.path.join(a.out, "real_out.bin")
                 subprocess.run([a.bin, "dump", a.model, dev, fin, fout], check=True)
                 got = read_out(fout)
-                cs = cosines(got, ref)
-                worst = float(np.min(cs))
-                ok = worst >= COS_MIN and not np.isnan(cs).any()
-                ok_all &= ok
-                what = f"{dev}, {label}, batches of {bs}"
-                rows.append((what, len(cs), worst, float(np.mean(cs)), int((cs < COS_MIN).sum()), ok))
-                report[what] = {"n": len(cs), "worst_cosine": worst, "mean_cosine": float(np.mean(cs)),
-                                "below": int((cs < COS_MIN).sum()), "pass": bool(ok)}
+                v = verdict(cosines(got, ref))
+                ok_all &= v["pass"]
+                report[f"{dev}, {label}, batches of {bs}"] = v
     print(f"\n== real all-MiniLM-L6-v2 against sentence-transformers fp32 (cosine >= {COS_MIN}) ==")
     print(f"{'comparison':<52} {'n':>5} {'worst cosine':>13} {'mean':>10} {'below':>6}  result")
-    for r in rows:
-        print(f"{r[0]:<52} {r[1]:>5} {r[2]:>13.7f} {r[3]:>10.7f} {r[4]:>6}  {'PASS' if r[5] else 'FAIL'}")
-    report["pass"] = bool(ok_all)
-    with open(os.path.join(a.out, "check_real_model.json"), "w") as f:
-        json.dump(report, f, indent=1)
-    return 0 if ok_all else 1
+    for what, v in report.items():
+        print(f"{what:<52} {v['n']:>5} {v['worst_cosine']:>13.7f} {v['mean_cosine']:>10.7f} "
+              f"{v['below']:>6}  {'PASS' if v['pass'] else 'FAIL'}")
+    return finish(report, ok_all, os.path.join(a.out, "check_real_model.json"))
 
 
 if __name__ == "__main__":
