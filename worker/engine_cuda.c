@@ -21,13 +21,13 @@
  *   worker/model_bert_cuda.h), tune_cache=on|off (default on: keep the timed choices in a file,
  *   s_tune_cache_path, so the next start on the same GPU and libraries skips the timing) and
  *   graphs=...:
- * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: first hit
- * eager, second hit captured (cudaStreamBeginCapture in thread-local mode, instantiate), later hits
- * cudaGraphLaunch; 1: every bucket captured at start (each after one eager warm-up on a 1-token
- * batch); 2: always eager. A graph bakes the addresses of its staging slot's buffers, so there is
- *   one per bucket and slot (lazy: captured when a slot first carries a bucket that has run
- *   eagerly once); every kernel reads the batch from device memory, so one graph serves any mix
- *   of sequences.
+ * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's
+ * first chunk runs eagerly, every later one launches its slot's graph of the bucket, captured
+ * (cudaStreamBeginCapture in thread-local mode, instantiate) the first time that slot carries it;
+ * 1: every bucket and slot captured at start (each bucket after one eager warm-up on a 1-token
+ * batch); 2: always eager. A graph bakes the addresses of its staging slot's buffers, hence one
+ *   per bucket and slot; every kernel reads the batch from device memory, so one graph serves any
+ *   mix of sequences.
  * Completion thread: takes slots in order, cudaEventSynchronize, copies the slot's output into
  *   the result's heap buffer (results own their memory and may outlive the engine), marks the
  *   result complete on its last chunk, frees the slot, writes the eventfd. wrk_result_poll
@@ -80,7 +80,7 @@ typedef struct s_cuda {
     int32_t n_buckets, *buckets; /* ascending */
     wrk_bert_cuda_t *model;
     cudaStream_t stream;
-    int64_t *hits;           /* [n_buckets] chunks run per bucket */
+    bool *ran;               /* [n_buckets] has run a chunk (lazy: capture from the second on) */
     cudaGraphExec_t *graphs; /* [n_buckets * S_SLOTS], bucket-major */
     s_slot_t slots[S_SLOTS];
     int32_t next_submit, next_done;
@@ -138,18 +138,22 @@ static int32_t s_bucket_index(const s_cuda_t *e, int32_t T) {
     return lo;
 }
 
-/* The forward pass of bucket bi for the chunk in slot si, kernel by kernel. */
-static int s_forward_eager(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
-    e->stats.eager_runs++;
+/* Enqueues the forward pass of bucket bi on the slot si's buffers, kernel by kernel (run eagerly
+ * or inside a capture). */
+static int s_pass(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
     return wrk_bert_cuda_forward(e->model, bi, e->slots[si].in_dev, e->slots[si].out_dev, e->stream,
                                  err);
+}
+
+static int s_forward_eager(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
+    e->stats.eager_runs++;
+    return s_pass(e, bi, si, err);
 }
 
 static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
     const double t0 = s_now_ms();
     KERN_CUDA_TRY(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal), err);
-    int rc = wrk_bert_cuda_forward(e->model, bi, e->slots[si].in_dev, e->slots[si].out_dev,
-                                   e->stream, err);
+    int rc = s_pass(e, bi, si, err);
     cudaGraph_t graph = NULL;
     cudaError_t ce = cudaStreamEndCapture(e->stream, &graph);
     if (rc != 0) {
@@ -170,7 +174,7 @@ static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
 static int s_forward(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
     cudaGraphExec_t *g = &e->graphs[bi * S_SLOTS + si];
     int rc = 0;
-    if (e->graph_mode == 2 || (e->graph_mode == 0 && e->hits[bi] == 0 && !*g)) {
+    if (e->graph_mode == 2 || (e->graph_mode == 0 && !e->ran[bi])) {
         rc = s_forward_eager(e, bi, si, err);
     } else {
         if (!*g && (rc = s_capture(e, bi, si, err)) != 0)
@@ -178,7 +182,7 @@ static int s_forward(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
         KERN_CUDA_TRY(cudaGraphLaunch(*g, e->stream), err);
         e->stats.graph_launches++;
     }
-    e->hits[bi]++;
+    e->ran[bi] = true;
     return rc;
 }
 
@@ -353,7 +357,7 @@ static void s_destroy(void *impl) {
             if (e->graphs[i])
                 cudaGraphExecDestroy(e->graphs[i]);
     free(e->graphs);
-    free(e->hits);
+    free(e->ran);
     wrk_bert_cuda_destroy(&e->model);
     for (int i = 0; i < S_SLOTS; i++) {
         if (e->slots[i].in_host)
@@ -500,8 +504,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         e->n_buckets++;
     e->buckets = malloc((size_t)e->n_buckets * sizeof *e->buckets);
     e->graphs = calloc((size_t)e->n_buckets * S_SLOTS, sizeof *e->graphs);
-    e->hits = calloc((size_t)e->n_buckets, sizeof *e->hits);
-    if (!e->buckets || !e->graphs || !e->hits) {
+    e->ran = calloc((size_t)e->n_buckets, sizeof *e->ran);
+    if (!e->buckets || !e->graphs || !e->ran) {
         rc = com_error_set(err, COM_ENOMEM, "engine: out of memory");
         goto err;
     }
