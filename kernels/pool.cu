@@ -8,8 +8,10 @@
  * 1/len (scalar columns when H % 4 != 0). The op is latency-bound: the earlier 8-warp version
  * with scalar loads took 12 us for one 128-token sequence and 38 us for 8 x 512 on an H200 (the
  * bench's "pool" row); the order of the sums is fixed, so results are deterministic. CLS/last:
- * a copy of one row. With normalize the block reduces the squares (warp shuffles + shared
- * memory) and each thread rescales its own columns by 1/max(norm, 1e-12). Every per-batch
+ * a copy of one row. Each thread keeps its (at most 8) output columns in registers; with
+ * normalize the block reduces the squares (warp shuffles + shared memory), and every output is
+ * then stored once, scaled by 1/max(norm, 1e-12): out may be mapped host memory, where the
+ * earlier store-then-rescale cost a PCIe read per thread. Hidden <= 8192. Every per-batch
  * number (n_seqs, out_dim, normalize) comes from device memory, so the launch (grid =
  * min(max_seqs, 512) blocks, R x hidden floats of shared memory) is the same for every batch
  * of a bucket. Stream: the caller's. Tested by tests/test_kernels_cuda.c; timed by
@@ -20,6 +22,8 @@
 namespace {
 
 constexpr int kThreads = 1024, kUnroll = 8;
+/* kept dims per thread, in registers until the norm is known: hidden <= 8192 */
+constexpr int kMaxDimsPerThread = 8;
 
 /* Row lanes of a block for hidden size H read V floats at a time: threads form R lanes of H / V
  * column groups (R >= 1; a single lane loops over the groups when they outnumber the threads). */
@@ -86,21 +90,28 @@ __global__ void __launch_bounds__(kThreads)
                 }
             __syncthreads();
         }
-        float ss = 0.f;
+        /* the pooled vector is staged in part's first row and stored once: out may be mapped
+         * host memory (the engine's staging slot), where a read-modify-write is a PCIe round
+         * trip per thread */
         const float inv_len = 1.0f / (float)(t1 - t0);
-        for (int32_t d = threadIdx.x; d < D; d += kThreads) {
-            float v;
-            if (mode == KERN_POOL_MEAN) {
-                v = 0.f;
-                for (int r = 0; r < R; r++)
-                    v += part[r * H + d];
-                v *= inv_len;
-            } else {
-                v = h[(int64_t)(mode == KERN_POOL_CLS ? t0 : t1 - 1) * H + d];
+        float v[kMaxDimsPerThread];
+        float ss = 0.f;
+#pragma unroll
+        for (int i = 0; i < kMaxDimsPerThread; i++) {
+            const int32_t d = threadIdx.x + i * kThreads;
+            v[i] = 0.f;
+            if (d < D) {
+                if (mode == KERN_POOL_MEAN) {
+                    for (int r = 0; r < R; r++)
+                        v[i] += part[r * H + d];
+                    v[i] *= inv_len;
+                } else {
+                    v[i] = h[(int64_t)(mode == KERN_POOL_CLS ? t0 : t1 - 1) * H + d];
+                }
+                ss += v[i] * v[i];
             }
-            o[d] = v;
-            ss += v * v;
         }
+        float scale = 1.f;
         if (norm) {
             ss = kern::warp_sum(ss);
             if (threadIdx.x % 32 == 0)
@@ -110,9 +121,13 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll 8
             for (int w = 0; w < kThreads / 32; w++)
                 tot += red[w];
-            const float inv = 1.0f / fmaxf(sqrtf(tot), 1e-12f);
-            for (int32_t d = threadIdx.x; d < D; d += kThreads)
-                o[d] *= inv;
+            scale = 1.0f / fmaxf(sqrtf(tot), 1e-12f);
+        }
+#pragma unroll
+        for (int i = 0; i < kMaxDimsPerThread; i++) {
+            const int32_t d = threadIdx.x + i * kThreads;
+            if (d < D)
+                o[d] = v[i] * scale;
         }
         __syncthreads(); /* part and red are reused by the next sequence */
     }
@@ -123,7 +138,7 @@ int s_launch(float *out, const float *h, const int32_t *cu, const int32_t *n_seq
              const int32_t *out_dim, const int32_t *normalize, int32_t max_seqs, int32_t hidden,
              kern_pool_mode_t mode, cudaStream_t stream, com_error_t *err) {
     const size_t smem = (size_t)row_lanes(hidden, V) * hidden * sizeof(float);
-    if (smem > 200 * 1024)
+    if (smem > 200 * 1024 || hidden > kMaxDimsPerThread * kThreads)
         return com_error_set(err, COM_EUNSUPPORTED, "pool_cuda: hidden %d too wide", (int)hidden);
     if (smem > 48 * 1024)
         KERN_CUDA_TRY(

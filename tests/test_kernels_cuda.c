@@ -855,8 +855,33 @@ static void test_pool(void) {
                     free(got), free(ref);
                     cudaFree(dd), cudaFree(dnorm), cudaFree(dout);
                 }
+        if (H == 384) { /* into mapped pinned host memory, as the engine's staging slots */
+            float *host = NULL, *mapped = NULL;
+            CHECK(cudaHostAlloc((void **)&host, (size_t)ns * H * 4, cudaHostAllocMapped) ==
+                  cudaSuccess);
+            CHECK(cudaHostGetDevicePointer((void **)&mapped, host, 0) == cudaSuccess);
+            const int32_t one = 1;
+            int32_t *dd = s_up(&H, 4), *dnorm = s_up(&one, 4);
+            float *ref = malloc((size_t)ns * H * sizeof *ref);
+            kern_pool_ref(ref, h, cu, ns, H, KERN_POOL_MEAN, H, true);
+            com_error_t err = {0};
+            CHECK_MSG(kern_pool_cuda(mapped, dh, dcu, dns, dd, dnorm, n, H, KERN_POOL_MEAN, g_st,
+                                     &err) == 0,
+                      "pool_cuda mapped: %s", err.msg);
+            CHECK(cudaStreamSynchronize(g_st) == cudaSuccess);
+            s_cmp("pool mean L2 into mapped host memory", host, ref, (size_t)ns * H, 1e-5, 1e-4);
+            free(ref);
+            cudaFree(dd), cudaFree(dnorm), cudaFreeHost(host);
+        }
         free(h);
         cudaFree(dh), cudaFree(dcu), cudaFree(dns);
+    }
+    { /* wider than the kernel keeps in registers: refused, not wrong */
+        com_error_t err = {0};
+        int32_t *d1 = s_up(&ns, 4);
+        CHECK(kern_pool_cuda((float *)d1, (const float *)d1, d1, d1, d1, d1, 1, 8196,
+                             KERN_POOL_MEAN, g_st, &err) == COM_EUNSUPPORTED);
+        cudaFree(d1);
     }
     printf("pool: CLS / mean / last x normalize x Matryoshka checked\n");
 }
