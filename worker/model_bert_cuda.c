@@ -11,12 +11,12 @@
  *                               residual_bf16 only the last LayerNorm writes it (for pooling)
  *   hb     bf16  [T, H]         the same rounded to bf16: the next GEMM's input (and the
  *                               residual stream itself with residual_bf16)
- *   big    bf16  [T, max(3H,I)] QKV, later the FFN intermediate
+ *   big    bf16  [T, max(3H,I)] QKV, later the FFN intermediate; after the last layer the
+ *                               pooled fp32 embeddings when forward is given no destination
+ *                               (the tuner's timing runs)
  *   ctx    bf16  [T, H]         attention output
  *   tmp    bf16  [T, H]         the output / FFN-down GEMM's result (+ bias) when the plan
  *                               runs the residual + LayerNorm as a kernel of its own (ln scratch)
- *   out    fp32  [T, H]         pooled embeddings [n_seqs, out_dim] when forward is given no
- *                               destination (the tuner's timing runs)
  *   ws     32 MiB               cuBLASLt workspace (every plan is chosen to fit it)
  * GEMM algorithms: per bucket and GEMM, the fastest of cuBLASLt's heuristic candidates and our
  * own kernels (kernels/linear.h), timed at start (s_tune; checked in the whole forward pass at
@@ -76,7 +76,7 @@ struct wrk_bert_cuda {
     void **allocs; /* every cudaMalloc, for destroy */
     size_t n_allocs, cap_allocs, bytes;
     int32_t *in;
-    float *h32, *out;
+    float *h32;
     uint16_t *hb, *big, *ctx, *tmp;
     void *ws;
     bool residual_bf16; /* the residual stream is hb alone; h32 only takes the last LayerNorm */
@@ -260,14 +260,13 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p) {
 static int s_fill_activations(wrk_bert_cuda_t *m, int byte, com_error_t *err) {
     const size_t T = (size_t)m->buckets[m->n_buckets - 1], H = (size_t)m->info.hidden_size;
     const size_t I = (size_t)m->info.intermediate_size, wide = 3 * H > I ? 3 * H : I;
-    void *const bufs[] = {m->in, m->h32, m->hb, m->big, m->ctx, m->tmp, m->out};
+    void *const bufs[] = {m->in, m->h32, m->hb, m->big, m->ctx, m->tmp};
     const size_t sizes[] = {wrk_bert_cuda_input_words((int32_t)T) * 4,
                             T * H * 4,
                             T * H * 2,
                             T * wide * 2,
                             T * H * 2,
-                            T * H * 2,
-                            T * H * 4};
+                            T * H * 2};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         KERN_CUDA_TRY(cudaMemset(bufs[i], byte, sizes[i]), err);
     KERN_CUDA_TRY(cudaDeviceSynchronize(), err);
@@ -568,7 +567,6 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         (rc = s_dalloc(m, T * wide * 2, (void **)&m->big, err)) ||
         (rc = s_dalloc(m, T * H * 2, (void **)&m->ctx, err)) ||
         (rc = s_dalloc(m, T * H * 2, (void **)&m->tmp, err)) ||
-        (rc = s_dalloc(m, T * H * 4, (void **)&m->out, err)) ||
         (rc = s_dalloc(m, S_WORKSPACE_BYTES, &m->ws, err)))
         goto err;
     /* zero the activations once: padding rows are then finite from the first batch on */
@@ -660,8 +658,10 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, const int32_t *in_src,
     const kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
                                   : in->pooling == COM_POOL_LAST ? KERN_POOL_LAST
                                                                  : KERN_POOL_MEAN;
-    S_TRY(kern_pool_cuda(out ? out : m->out, m->h32, cu, n_seqs, out_dim, norm, T, H, mode, stream,
-                         err));
+    /* no destination (the tuner's timing runs): big, free again once the last FFN is done, holds
+     * the [n_seqs, H] fp32 result (it has T x max(3H, I) bf16 >= T x H fp32) */
+    S_TRY(kern_pool_cuda(out ? out : (float *)m->big, m->h32, cu, n_seqs, out_dim, norm, T, H, mode,
+                         stream, err));
 #undef S_TRY
     return 0;
 }
