@@ -90,9 +90,9 @@ __global__ void __launch_bounds__(kThreads)
                 }
             __syncthreads();
         }
-        /* the pooled vector is staged in part's first row and stored once: out may be mapped
-         * host memory (the engine's staging slot), where a read-modify-write is a PCIe round
-         * trip per thread */
+        /* each thread keeps its columns in registers until the norm is known and stores each
+         * once: out may be mapped host memory (the engine's staging slot), where a
+         * read-modify-write is a PCIe round trip per thread */
         const float inv_len = 1.0f / (float)(t1 - t0);
         float v[kMaxDimsPerThread];
         float ss = 0.f;
