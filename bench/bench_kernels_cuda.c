@@ -29,6 +29,7 @@
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
+#include "worker/model_bert_cuda.h"
 
 typedef struct row {
     char name[64];
@@ -387,8 +388,8 @@ int main(int argc, char **argv) {
             S_TIME(L("pool mean+L2"), tb * 4, "GB/s",
                    S_OK(kern_pool_cuda(out, h32, d_cu, d_ns, d_dim, d_norm, T, H, KERN_POOL_MEAN,
                                        st, &e_)));
-            if (m == 0) { /* the engine's batch input, model-independent: (4T + 5) words */
-                const size_t in_bytes = ((size_t)4 * (size_t)T + 5) * 4;
+            if (m == 0) { /* the engine's batch input area (model-independent) */
+                const size_t in_bytes = wrk_bert_cuda_input_words(T) * sizeof(int32_t);
                 void *in_host = NULL, *in_mapped = NULL;
                 KERN_CUDA_FATAL(cudaHostAlloc(&in_host, in_bytes, cudaHostAllocMapped));
                 KERN_CUDA_FATAL(cudaHostGetDevicePointer(&in_mapped, in_host, 0));
