@@ -19,6 +19,9 @@ import socket
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference"))
+from embedding_fixture import read_fixture  # noqa: E402  (the fixture's one reader)
+
 PASSED = 0
 FAILED = 0
 
@@ -122,37 +125,13 @@ def test_tokenize_matches_hf(model):
     check(rc == 0 and got == want, "ember tokenize equals HF tokenizers (truncation 256)")
 
 
-def read_fixture(path):
-    """Texts and full embeddings (kind 0 records) of the committed sentence-transformers fixture;
-    format documented in tests/reference/make_embedding_fixture.py."""
-    with open(path, "rb") as f:
-        data = f.read()
-    magic, n, _, _, _ = struct.unpack_from("<8sIIII", data, 0)
-    if magic != b"EMBFIX01":
-        raise ValueError("%s: not an EMBFIX01 fixture" % path)
-    pos = 24
-    texts, embeddings = [], []
-    for _ in range(n):
-        kind, dim, nbytes, nids = struct.unpack_from("<IIII", data, pos)
-        pos += 16
-        text = data[pos:pos + nbytes].decode("utf-8")
-        pos += nbytes + 4 * nids
-        emb = struct.unpack_from("<%df" % dim, data, pos)
-        pos += 4 * dim
-        if kind == 0:
-            texts.append(text)
-            embeddings.append(emb)
-    return {"texts": texts, "embeddings": embeddings}
-
-
 def test_against_sentence_transformers(model, fixture):
     if not os.path.exists(fixture):
         check(False, "fixture %s missing" % fixture)
         return
-    fx = read_fixture(fixture)
-    texts = [t for t in fx["texts"][:64] if "\n" not in t and "\r" not in t]
-    refs = [fx["embeddings"][i] for i, t in enumerate(fx["texts"][:64])
-            if "\n" not in t and "\r" not in t]
+    full = [r for r in read_fixture(fixture) if r["kind"] == 0][:64]
+    texts = [r["text"] for r in full if "\n" not in r["text"] and "\r" not in r["text"]]
+    refs = [r["embedding"] for r in full if "\n" not in r["text"] and "\r" not in r["text"]]
     rc, out, err = run(["embed", "--model", model], "\n".join(texts).encode() + b"\n")
     rows = [json.loads(line) for line in out.decode().splitlines()]
     check(rc == 0 and len(rows) == len(texts), "embedded the fixture texts (%s)" % err)

@@ -12,7 +12,6 @@ Usage: check_real_model.py --bin BENCH_ENGINE_CUDA --model DIR --fixture BIN --o
        [--devices cuda:0 ...]   (numpy only; exit status 0 only if every check passes)"""
 import argparse
 import os
-import struct
 import subprocess
 import sys
 
@@ -20,21 +19,9 @@ import numpy as np
 
 from dump_io import COS_MIN, cosines, finish, read_out, verdict, write_in
 
-def read_fixture(path):
-    buf = open(path, "rb").read()
-    assert buf[:8] == b"EMBFIX01", "not an EMBFIX01 fixture"
-    n = struct.unpack_from("<I", buf, 8)[0]
-    o, recs = 24, []
-    for _ in range(n):
-        kind, dim, n_text, n_ids = struct.unpack_from("<IIII", buf, o)
-        o += 16 + n_text
-        ids = np.frombuffer(buf, dtype="<i4", count=n_ids, offset=o).copy()
-        o += 4 * n_ids
-        emb = np.frombuffer(buf, dtype="<f4", count=dim, offset=o).copy()
-        o += 4 * dim
-        recs.append((kind, ids, emb))
-    assert o == len(buf), "trailing bytes in the fixture"
-    return recs
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "reference"))
+from embedding_fixture import read_fixture  # noqa: E402  (the fixture's one reader)
 
 
 def main():
@@ -48,12 +35,12 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     recs = read_fixture(a.fixture)
     for kind in (0, 2):  # the references this check uses
-        assert any(r[0] == kind for r in recs), "fixture without kind %d records" % kind
+        assert any(r["kind"] == kind for r in recs), "fixture without kind %d records" % kind
     report, ok_all = {}, True
     for kind, label in ((0, "full (normalised)"), (2, "raw mean pooled")):
-        sel = [r for r in recs if r[0] == kind]
-        ids = [r[1] for r in sel]
-        ref = np.stack([r[2] for r in sel])
+        sel = [r for r in recs if r["kind"] == kind]
+        ids = [np.array(r["ids"], dtype=np.int32) for r in sel]
+        ref = np.array([r["embedding"] for r in sel], dtype=np.float32)
         for bs in (1, 7, 64, len(ids)):
             batches = [ids[i:i + bs] for i in range(0, len(ids), bs)]
             fin = os.path.join(a.out, "real_in.bin")
