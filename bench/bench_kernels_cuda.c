@@ -379,12 +379,17 @@ int main(int argc, char **argv) {
             }
             S_TIME(L("bias_gelu"), (double)T * I * 4, "GB/s",
                    S_OK(kern_bias_gelu_cuda(y, b, T, d_n, I, st, &e_)));
+            /* the engine's three residual streams: fp32 (+ the bf16 copy), f16 (+ the bf16
+             * copy), bf16 alone; bytes per element read and written */
             S_TIME(L("add_layernorm"), tb * (2 + 4 + 4 + 2), "GB/s",
-                   S_OK(kern_add_layernorm_cuda(h32, hb, hb, NULL, h32, g, g, T, d_n, H, 1e-12f, st,
-                                                &e_)));
+                   S_OK(kern_add_layernorm_cuda(h32, NULL, hb, x, NULL, h32, KERN_RESIDUAL_F32, g,
+                                                g, T, d_n, H, 1e-12f, st, &e_)));
+            S_TIME(L("add_layernorm f16"), tb * (2 + 2 + 2 + 2), "GB/s",
+                   S_OK(kern_add_layernorm_cuda(NULL, y, hb, x, NULL, y, KERN_RESIDUAL_F16, g, g, T,
+                                                d_n, H, 1e-12f, st, &e_)));
             S_TIME(L("add_layernorm bf16"), tb * (2 + 2 + 2), "GB/s",
-                   S_OK(kern_add_layernorm_bf16_cuda(NULL, hb, x, NULL, hb, g, g, T, d_n, H, 1e-12f,
-                                                     st, &e_)));
+                   S_OK(kern_add_layernorm_cuda(NULL, NULL, hb, x, NULL, hb, KERN_RESIDUAL_BF16, g,
+                                                g, T, d_n, H, 1e-12f, st, &e_)));
             S_TIME(L("pool mean+L2"), tb * 4, "GB/s",
                    S_OK(kern_pool_cuda(out, h32, d_cu, d_ns, d_dim, d_norm, T, H, KERN_POOL_MEAN,
                                        st, &e_)));

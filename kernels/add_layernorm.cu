@@ -1,11 +1,12 @@
-/* kernels/add_layernorm.cu — CUDA residual add + LayerNorm, fp32 or bf16 residual stream
+/* kernels/add_layernorm.cu — CUDA residual add + LayerNorm, fp32, bf16 or f16 residual stream
  * (contracts in add_layernorm.h; plain-C reference kern_add_layernorm_ref beside it).
  *
- * Algorithm: row t < *n_rows: v = x (bf16) + b (bf16) + residual (fp32 or bf16), in the
+ * Algorithm: row t < *n_rows: v = x (bf16) + b (bf16) + residual (fp32, bf16 or f16), in the
  * reference's order; two-pass mean / biased variance; y = (v - mean) * rstd * gamma + beta
- * written as fp32 and/or bf16 (an output may overwrite residual: each element is read before it
- * is written, by the same thread). Bandwidth-bound (12 bytes/element with the fp32 residual, 6
- * with bf16). Launch configurations (kern_add_layernorm_cuda_config):
+ * written as any of fp32, f16 and bf16 (an output may overwrite residual: each element is read
+ * before it is written, by the same thread). Bandwidth-bound (12 bytes/element with the fp32
+ * residual and its bf16 copy, 8 with f16, 6 with bf16 alone). Launch configurations
+ * (kern_add_layernorm_cuda_config):
  *   2  register-resident, hidden 384 / 768 / 1024 (G = 16 / 32 / 32 lanes per row, N = 3 / 3 / 4
  *      16-byte vectors per lane, 128-thread blocks of 128 / G rows): gamma/beta loaded before
  *      the PDL wait (weights; kern_cuda_dev.cuh), then b and n_rows, then every load of the row
@@ -23,20 +24,23 @@ namespace {
 
 constexpr int kThreads = 128, kWarps = kThreads / 32;
 
-/* VEC residual elements as fp32, from an fp32 or a bf16 residual stream. */
-template <int VEC> __device__ __forceinline__ void load_res(const float *p, float *f) {
-    kern::load_f32<VEC>(p, f);
-}
-template <int VEC> __device__ __forceinline__ void load_res(const uint16_t *p, float *f) {
-    kern::load_bf16<VEC>(p, f);
+/* VEC residual elements from offset i as fp32; RK: the stream's kern_residual_type_t. */
+template <int RK, int VEC>
+__device__ __forceinline__ void load_res(const void *p, int64_t i, float *f) {
+    if constexpr (RK == KERN_RESIDUAL_F32)
+        kern::load_f32<VEC>(static_cast<const float *>(p) + i, f);
+    else if constexpr (RK == KERN_RESIDUAL_BF16)
+        kern::load_bf16<VEC>(static_cast<const uint16_t *>(p) + i, f);
+    else
+        kern::load_f16<VEC>(static_cast<const uint16_t *>(p) + i, f);
 }
 
 /* Register-resident: H = G * N * 8. Every lane of the warp reaches the shuffles (no early
  * return); lanes of rows >= *n_rows (or >= n_max) only skip their loads and stores. */
-template <int G, int N, typename RT>
+template <int G, int N, int RK>
 __global__ void __launch_bounds__(kThreads)
-    k_add_ln_reg(float *out_f32, uint16_t *out_bf16, const uint16_t *x,
-                 const uint16_t *__restrict__ b, const RT *residual,
+    k_add_ln_reg(float *out_f32, uint16_t *out_f16, uint16_t *out_bf16, const uint16_t *x,
+                 const uint16_t *__restrict__ b, const void *residual,
                  const float *__restrict__ gamma, const float *__restrict__ beta, int32_t n_max,
                  const int32_t *__restrict__ n_rows, float eps) {
     constexpr int32_t H = G * N * 8;
@@ -64,7 +68,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int k = 0; k < N; k++) {
             const int64_t i = o + (lg + G * k) * 8;
             kern::load_bf16<8>(x + i, a[k]);
-            load_res<8>(residual + i, r[k]);
+            load_res<RK, 8>(residual, i, r[k]);
         }
 #pragma unroll
         for (int k = 0; k < N; k++)
@@ -72,15 +76,16 @@ __global__ void __launch_bounds__(kThreads)
             for (int j = 0; j < 8; j++)
                 v[k][j] = b ? a[k][j] + bb[k][j] + r[k][j] : a[k][j] + r[k][j];
     }
-    kern::layernorm_regs_store<G, N>(v, g, be, eps, live, lg, o, out_f32, out_bf16);
+    kern::layernorm_regs_store<G, N>(v, g, be, eps, live, lg, o, out_f32, out_f16, out_bf16);
 }
 
 /* Generic: one warp per row, the row staged in shared memory (kWarps * H floats). */
-template <int VEC, typename RT>
+template <int VEC, int RK>
 __global__ void __launch_bounds__(kThreads)
-    k_add_ln(float *out_f32, uint16_t *out_bf16, const uint16_t *x, const uint16_t *__restrict__ b,
-             const RT *residual, const float *__restrict__ gamma, const float *__restrict__ beta,
-             int32_t n_max, const int32_t *__restrict__ n_rows, int32_t H, float eps) {
+    k_add_ln(float *out_f32, uint16_t *out_f16, uint16_t *out_bf16, const uint16_t *x,
+             const uint16_t *__restrict__ b, const void *residual, const float *__restrict__ gamma,
+             const float *__restrict__ beta, int32_t n_max, const int32_t *__restrict__ n_rows,
+             int32_t H, float eps) {
     extern __shared__ float sm[];
     kern::pdl_begin();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -93,7 +98,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = lane * VEC; i < H; i += 32 * VEC) {
         float a[VEC], r[VEC], bb[VEC];
         kern::load_bf16<VEC>(x + o + i, a);
-        load_res<VEC>(residual + o + i, r);
+        load_res<RK, VEC>(residual, o + i, r);
         if (b)
             kern::load_bf16<VEC>(b + i, bb);
 #pragma unroll
@@ -103,45 +108,47 @@ __global__ void __launch_bounds__(kThreads)
             sum += v;
         }
     }
-    kern::layernorm_row_store<VEC>(row, sum, H, eps, gamma, beta, o, out_f32, out_bf16);
+    kern::layernorm_row_store<VEC>(row, sum, H, eps, gamma, beta, o, out_f32, out_f16, out_bf16);
 }
 
-template <int G, int N, typename RT>
-static cudaError_t s_launch_reg(float *out_f32, uint16_t *out_bf16, const uint16_t *x,
-                                const uint16_t *b, const RT *residual, const float *gamma,
-                                const float *beta, int32_t n_max, const int32_t *n_rows, float eps,
+struct Outs {
+    float *f32;
+    uint16_t *f16, *bf16;
+};
+
+template <int G, int N, int RK>
+static cudaError_t s_launch_reg(Outs out, const uint16_t *x, const uint16_t *b,
+                                const void *residual, const float *gamma, const float *beta,
+                                int32_t n_max, const int32_t *n_rows, float eps,
                                 cudaStream_t stream) {
     constexpr int rows = kThreads / G;
     const dim3 grid((unsigned)((n_max + rows - 1) / rows)), block(kThreads);
-    return kern::launch(k_add_ln_reg<G, N, RT>, grid, block, 0, stream, out_f32, out_bf16, x, b,
-                        residual, gamma, beta, n_max, n_rows, eps);
+    return kern::launch(k_add_ln_reg<G, N, RK>, grid, block, 0, stream, out.f32, out.f16, out.bf16,
+                        x, b, residual, gamma, beta, n_max, n_rows, eps);
 }
 
-/* Both entry points: picks the configuration (see the file header) and launches. */
-template <typename RT>
-static int s_add_ln(const char *who, float *out_f32, uint16_t *out_bf16, const uint16_t *x,
-                    const uint16_t *b, const RT *residual, const float *gamma, const float *beta,
-                    int32_t n_max, const int32_t *n_rows, int32_t hidden, float eps,
-                    cudaStream_t stream, com_error_t *err) {
-    if (n_max < 1 || hidden < 1 || hidden > 16384 || !x || !residual || !gamma || !beta)
-        return com_error_set(err, COM_EINVAL, "%s: bad arguments (n %d, hidden %d)", who,
-                             (int)n_max, (int)hidden);
+/* Picks the configuration (see the file header) and launches, for residual type RK. */
+template <int RK>
+static int s_add_ln(Outs out, const uint16_t *x, const uint16_t *b, const void *residual,
+                    const float *gamma, const float *beta, int32_t n_max, const int32_t *n_rows,
+                    int32_t hidden, float eps, cudaStream_t stream, com_error_t *err) {
     const bool aligned = kern::aligned16(x) && kern::aligned16(b) && kern::aligned16(residual) &&
                          kern::aligned16(gamma) && kern::aligned16(beta) &&
-                         kern::aligned16(out_f32) && kern::aligned16(out_bf16);
+                         kern::aligned16(out.f32) && kern::aligned16(out.f16) &&
+                         kern::aligned16(out.bf16);
     const int cfg = aligned ? kern_add_layernorm_cuda_config(hidden) : 0;
     if (cfg == 2) {
         if (hidden == 384)
-            KERN_CUDA_TRY((s_launch_reg<16, 3>(out_f32, out_bf16, x, b, residual, gamma, beta,
-                                               n_max, n_rows, eps, stream)),
+            KERN_CUDA_TRY((s_launch_reg<16, 3, RK>(out, x, b, residual, gamma, beta, n_max, n_rows,
+                                                   eps, stream)),
                           err);
         else if (hidden == 768)
-            KERN_CUDA_TRY((s_launch_reg<32, 3>(out_f32, out_bf16, x, b, residual, gamma, beta,
-                                               n_max, n_rows, eps, stream)),
+            KERN_CUDA_TRY((s_launch_reg<32, 3, RK>(out, x, b, residual, gamma, beta, n_max, n_rows,
+                                                   eps, stream)),
                           err);
         else
-            KERN_CUDA_TRY((s_launch_reg<32, 4>(out_f32, out_bf16, x, b, residual, gamma, beta,
-                                               n_max, n_rows, eps, stream)),
+            KERN_CUDA_TRY((s_launch_reg<32, 4, RK>(out, x, b, residual, gamma, beta, n_max, n_rows,
+                                                   eps, stream)),
                           err);
         return 0;
     }
@@ -149,20 +156,22 @@ static int s_add_ln(const char *who, float *out_f32, uint16_t *out_bf16, const u
     const size_t smem = (size_t)kWarps * hidden * sizeof(float);
     if (smem > 48 * 1024) {
         KERN_CUDA_TRY((cudaFuncSetAttribute(
-                          k_add_ln<1, RT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)),
+                          k_add_ln<1, RK>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)),
                       err);
         KERN_CUDA_TRY((cudaFuncSetAttribute(
-                          k_add_ln<8, RT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)),
+                          k_add_ln<8, RK>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)),
                       err);
     }
     if (cfg == 1)
-        KERN_CUDA_TRY((kern::launch(k_add_ln<8, RT>, grid, block, smem, stream, out_f32, out_bf16,
-                                    x, b, residual, gamma, beta, n_max, n_rows, hidden, eps)),
-                      err);
+        KERN_CUDA_TRY(
+            (kern::launch(k_add_ln<8, RK>, grid, block, smem, stream, out.f32, out.f16, out.bf16, x,
+                          b, residual, gamma, beta, n_max, n_rows, hidden, eps)),
+            err);
     else
-        KERN_CUDA_TRY((kern::launch(k_add_ln<1, RT>, grid, block, smem, stream, out_f32, out_bf16,
-                                    x, b, residual, gamma, beta, n_max, n_rows, hidden, eps)),
-                      err);
+        KERN_CUDA_TRY(
+            (kern::launch(k_add_ln<1, RK>, grid, block, smem, stream, out.f32, out.f16, out.bf16, x,
+                          b, residual, gamma, beta, n_max, n_rows, hidden, eps)),
+            err);
     return 0;
 }
 
@@ -174,22 +183,28 @@ extern "C" int kern_add_layernorm_cuda_config(int32_t hidden) {
     return hidden % 8 == 0 ? 1 : 0;
 }
 
-extern "C" int kern_add_layernorm_cuda(float *out_f32, uint16_t *out_bf16, const uint16_t *x,
-                                       const uint16_t *b, const float *residual, const float *gamma,
+extern "C" int kern_add_layernorm_cuda(float *out_f32, uint16_t *out_f16, uint16_t *out_bf16,
+                                       const uint16_t *x, const uint16_t *b, const void *residual,
+                                       kern_residual_type_t residual_type, const float *gamma,
                                        const float *beta, int32_t n_max, const int32_t *n_rows,
                                        int32_t hidden, float eps, cudaStream_t stream,
                                        com_error_t *err) {
-    return s_add_ln("add_layernorm_cuda", out_f32, out_bf16, x, b, residual, gamma, beta, n_max,
-                    n_rows, hidden, eps, stream, err);
-}
-
-extern "C" int kern_add_layernorm_bf16_cuda(float *out_f32, uint16_t *out_bf16, const uint16_t *x,
-                                            const uint16_t *b, const uint16_t *residual,
-                                            const float *gamma, const float *beta, int32_t n_max,
-                                            const int32_t *n_rows, int32_t hidden, float eps,
-                                            cudaStream_t stream, com_error_t *err) {
-    if (!out_bf16)
-        return com_error_set(err, COM_EINVAL, "add_layernorm_bf16_cuda: out_bf16 is NULL");
-    return s_add_ln("add_layernorm_bf16_cuda", out_f32, out_bf16, x, b, residual, gamma, beta,
-                    n_max, n_rows, hidden, eps, stream, err);
+    if (n_max < 1 || hidden < 1 || hidden > 16384 || !x || !residual || !gamma || !beta ||
+        (!out_f32 && !out_f16 && !out_bf16))
+        return com_error_set(err, COM_EINVAL, "add_layernorm_cuda: bad arguments (n %d, hidden %d)",
+                             (int)n_max, (int)hidden);
+    const Outs out = {out_f32, out_f16, out_bf16};
+    switch (residual_type) {
+    case KERN_RESIDUAL_F32:
+        return s_add_ln<KERN_RESIDUAL_F32>(out, x, b, residual, gamma, beta, n_max, n_rows, hidden,
+                                           eps, stream, err);
+    case KERN_RESIDUAL_BF16:
+        return s_add_ln<KERN_RESIDUAL_BF16>(out, x, b, residual, gamma, beta, n_max, n_rows, hidden,
+                                            eps, stream, err);
+    case KERN_RESIDUAL_F16:
+        return s_add_ln<KERN_RESIDUAL_F16>(out, x, b, residual, gamma, beta, n_max, n_rows, hidden,
+                                           eps, stream, err);
+    }
+    return com_error_set(err, COM_EINVAL, "add_layernorm_cuda: residual type %d",
+                         (int)residual_type);
 }

@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kThreads)
             for (int j = 0; j < 8; j++)
                 v[k][j] = a[k][j] + p[k][j] + c[k][j];
     }
-    kern::layernorm_regs_store<G, N>(v, g, be, eps, live, lg, o, out_f32, out_bf16);
+    kern::layernorm_regs_store<G, N>(v, g, be, eps, live, lg, o, out_f32, nullptr, out_bf16);
     if (in && !live) { /* padding row of the bucket: zeros */
         const float z[8] = {};
 #pragma unroll
@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(kThreads)
             sum += v;
         }
     }
-    kern::layernorm_row_store<VEC>(row, sum, H, eps, gamma, beta, o, out_f32, out_bf16);
+    kern::layernorm_row_store<VEC>(row, sum, H, eps, gamma, beta, o, out_f32, nullptr, out_bf16);
 }
 
 template <int G, int N>

@@ -35,7 +35,7 @@
  * tile, computes per row the sum and the squared deviations over its BN columns (8 lanes per
  * row), pushes them into every peer's shared memory, and after one cluster barrier combines the
  * row's partials (Chan et al.'s pairwise update) into the mean and variance over all N columns,
- * normalises and stores its own columns (bf16, and fp32 for an fp32 residual stream). This
+ * normalises and stores its own columns (bf16, and fp32 / f16 where ln asks for them). This
  * removes the LayerNorm kernel and the bf16 round trip of the GEMM output between them.
  * PDL: the producer issues the weight halves of the first stages before kern::pdl_wait() (no
  * kernel writes W), x only after it; every thread waits before it stores anything.
@@ -71,7 +71,7 @@ template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN> struc
     static constexpr bool kOneTile = SPLIT > 1 || LN;
     static constexpr size_t kStaging = kOneTile ? (size_t)kBM * kCS * 4 : 0;
     static constexpr size_t kOut = kOneTile ? 0 : (size_t)NC * 64 * MI * BN * 2;
-    /* LayerNorm: this CTA's rows of the residual tile (fp32, or bf16 in the first half),
+    /* LayerNorm: this CTA's rows of the residual tile (fp32, or bf16 / f16 in the first half),
      * prefetched during the main loop, at kResidOff from the ring */
     static constexpr size_t kResid = LN ? (size_t)(kBM / SPLIT) * BN * 4 : 0;
     static constexpr size_t kResidOff = kRing > kStaging ? kRing : kStaging;
@@ -169,18 +169,23 @@ __device__ __forceinline__ int32_t live_rows(const kern_linear_ln_t &ln, int32_t
     return ln.n_rows ? min(n, *ln.n_rows) : n;
 }
 
+/* The residual stream ln carries (exactly one pointer is set: checked by the launcher) */
+__device__ __forceinline__ const void *residual_ptr(const kern_linear_ln_t &ln) {
+    return ln.residual       ? (const void *)ln.residual
+           : ln.residual_f16 ? (const void *)ln.residual_f16
+                             : (const void *)ln.residual_bf16;
+}
+
 /* Threads i0 = 0 .. 95 (warps 1-3, idle otherwise) copy rows [r0, r0 + kRows) x columns
- * [c0, c0 + BN) of the residual (fp32 or bf16) into the dense [rows][BN] tile at dst; rows past
- * the live ones read as zeros. One commit group, waited for by the epilogue. */
+ * [c0, c0 + BN) of the residual (fp32, bf16 or f16) into the dense [rows][BN] tile at dst; rows
+ * past the live ones read as zeros. One commit group, waited for by the epilogue. */
 template <int kRows, int BN>
 __device__ __forceinline__ void prefetch_residual(uint32_t dst, const kern_linear_ln_t &ln,
                                                   int32_t n, int32_t N, int32_t r0, int32_t c0,
                                                   int i0) {
     const int32_t n_live = live_rows(ln, n);
     const int esz = ln.residual ? 4 : 2, per_row = BN * esz / 16; /* 16-byte chunks */
-    const unsigned char *base = ln.residual
-                                    ? reinterpret_cast<const unsigned char *>(ln.residual)
-                                    : reinterpret_cast<const unsigned char *>(ln.residual_bf16);
+    const unsigned char *base = static_cast<const unsigned char *>(residual_ptr(ln));
     for (int i = i0; i < kRows * per_row; i += 96) {
         const int r = i / per_row, k = i % per_row;
         const int32_t gr = r0 + r; /* a dead row reads nothing (0 source bytes) */
@@ -507,7 +512,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
             const int32_t n_live = live_rows(ln, n);
             const int wi = (int)threadIdx.x / 32, g = lane % 8;
             const unsigned char *resid = ring_ptr + C::kResidOff; /* dense [kRows][BN] */
-            const bool r32 = ln.residual != nullptr;
+            const bool r32 = ln.residual != nullptr, rf16 = ln.residual_f16 != nullptr;
             kern::cp_async_wait<0>();
             __syncthreads(); /* the reduced rows (split-K), residual and parameters are in place */
             for (int q = wi; q < kQuads; q += kWarps) {
@@ -520,6 +525,9 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                     float rs[8];
                     if (r32)
                         kern::load_f32<8>(reinterpret_cast<const float *>(resid) + rr * BN + c, rs);
+                    else if (rf16)
+                        kern::load_f16<8>(reinterpret_cast<const uint16_t *>(resid) + rr * BN + c,
+                                          rs);
                     else
                         kern::load_bf16<8>(reinterpret_cast<const uint16_t *>(resid) + rr * BN + c,
                                            rs);
@@ -590,6 +598,8 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                     kern::store_bf16<8>(y + o, o8);
                     if (ln.out_f32)
                         kern::store_f32<8>(ln.out_f32 + o, o8);
+                    if (ln.out_f16)
+                        kern::store_f16<8>(ln.out_f16 + o, o8);
                 }
             }
         }
@@ -851,12 +861,15 @@ int kern_gemm_wgmma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x
     kern_linear_ln_t lnv = {};
     if (epi == 3) {
         /* 16-byte accesses (cp.async of the residual, vector stores) */
-        if (!ln || !ln->gamma || !ln->beta || (!ln->residual == !ln->residual_bf16) ||
+        if (!ln || !ln->gamma || !ln->beta ||
+            !!ln->residual + !!ln->residual_bf16 + !!ln->residual_f16 != 1 ||
             !kern::aligned16(ln->residual) || !kern::aligned16(ln->residual_bf16) ||
-            !kern::aligned16(ln->out_f32) || !(ln->eps >= 0.f))
+            !kern::aligned16(ln->residual_f16) || !kern::aligned16(ln->out_f32) ||
+            !kern::aligned16(ln->out_f16) || !(ln->eps >= 0.f))
             return com_error_set(err, COM_EINVAL,
                                  "gemm_wgmma: LayerNorm epilogue: needs gamma, beta, exactly one "
-                                 "residual, 16-byte aligned residual and out_f32, and eps >= 0");
+                                 "residual, 16-byte aligned residual, out_f32 and out_f16, and "
+                                 "eps >= 0");
         lnv = *ln;
     }
     const Entry &e = kConfigs[config];

@@ -7,6 +7,7 @@
 #define EMBER_KERNELS_KERN_CUDA_DEV_CUH
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -107,6 +108,40 @@ template <int VEC> __device__ __forceinline__ void store_bf16(uint16_t *p, const
     }
 }
 
+/* VEC consecutive IEEE binary16 (the f16 residual stream) from / to p (16-byte aligned when
+ * VEC == 8); stores round to nearest even (the caller keeps values in the finite range). */
+template <int VEC> __device__ __forceinline__ void load_f16(const uint16_t *p, float *f) {
+    if constexpr (VEC == 8) {
+        const uint4 u = *reinterpret_cast<const uint4 *>(p);
+        const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const float2 t = __half22float2(*reinterpret_cast<const __half2 *>(&w[j]));
+            f[2 * j] = t.x, f[2 * j + 1] = t.y;
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+            f[j] = __half2float(__ushort_as_half(p[j]));
+    }
+}
+
+template <int VEC> __device__ __forceinline__ void store_f16(uint16_t *p, const float *f) {
+    if constexpr (VEC == 8) {
+        uint32_t w[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const __half2 h = __floats2half2_rn(f[2 * j], f[2 * j + 1]);
+            w[j] = *reinterpret_cast<const uint32_t *>(&h);
+        }
+        *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+            p[j] = __half_as_ushort(__float2half_rn(f[j]));
+    }
+}
+
 template <int VEC> __device__ __forceinline__ void load_f32(const float *p, float *f) {
     if constexpr (VEC == 8) {
         float4 a = *reinterpret_cast<const float4 *>(p),
@@ -133,14 +168,15 @@ template <int VEC> __device__ __forceinline__ void store_f32(float *p, const flo
 
 /* The second half of a warp-per-row LayerNorm, shared by the fused LayerNorm kernels: row[0..H)
  * (this warp's staging row in shared memory, already filled, with sum = the warp's partial sum
- * of it) is normalised with gamma/beta and written to out_f32 and/or out_bf16 at offset o.
+ * of it) is normalised with gamma/beta and written to whichever of out_f32, out_f16 and out_bf16
+ * is not NULL, at offset o.
  * Two passes over the row (mean, then the variance of the deviations) keep it exact enough for
  * the references' double-precision comparison. */
 template <int VEC>
-__device__ __forceinline__ void layernorm_row_store(const float *row, float sum, int32_t H,
-                                                    float eps, const float *__restrict__ gamma,
-                                                    const float *__restrict__ beta, int64_t o,
-                                                    float *out_f32, uint16_t *out_bf16) {
+__device__ __forceinline__ void
+layernorm_row_store(const float *row, float sum, int32_t H, float eps,
+                    const float *__restrict__ gamma, const float *__restrict__ beta, int64_t o,
+                    float *out_f32, uint16_t *out_f16, uint16_t *out_bf16) {
     const int lane = threadIdx.x % 32;
     const float mean = warp_sum(sum) / (float)H;
     float sq = 0.f;
@@ -160,6 +196,8 @@ __device__ __forceinline__ void layernorm_row_store(const float *row, float sum,
             y[j] = (row[i + j] - mean) * rstd * g[j] + be[j];
         if (out_f32)
             store_f32<VEC>(out_f32 + o + i, y);
+        if (out_f16)
+            store_f16<VEC>(out_f16 + o + i, y);
         if (out_bf16)
             store_bf16<VEC>(out_bf16 + o + i, y);
     }
@@ -170,11 +208,12 @@ __device__ __forceinline__ void layernorm_row_store(const float *row, float sum,
  * vectors lg + G k (k < N; coalesced) in v[k] (zeros when the row is not live), with gamma/beta
  * already loaded the same way. Two-pass mean / biased variance (group xor-shuffle reductions,
  * every lane of the warp must call this, live or not), then y = (v - mean) * rstd * g + be
- * stored at row offset o to out_f32 and/or out_bf16 when live. */
+ * stored at row offset o to each of out_f32, out_f16 and out_bf16 that is not NULL, when live. */
 template <int G, int N>
-__device__ __forceinline__ void
-layernorm_regs_store(const float (&v)[N][8], const float (&g)[N][8], const float (&be)[N][8],
-                     float eps, bool live, int lg, int64_t o, float *out_f32, uint16_t *out_bf16) {
+__device__ __forceinline__ void layernorm_regs_store(const float (&v)[N][8], const float (&g)[N][8],
+                                                     const float (&be)[N][8], float eps, bool live,
+                                                     int lg, int64_t o, float *out_f32,
+                                                     uint16_t *out_f16, uint16_t *out_bf16) {
     static_assert(G == 16 || G == 32, "lane group of 16 or 32");
     constexpr int32_t H = G * N * 8;
     float s = 0.f;
@@ -210,6 +249,8 @@ layernorm_regs_store(const float (&v)[N][8], const float (&g)[N][8], const float
         const int64_t i = o + (int64_t)(lg + G * k) * 8;
         if (out_f32)
             store_f32<8>(out_f32 + i, y);
+        if (out_f16)
+            store_f16<8>(out_f16 + i, y);
         if (out_bf16)
             store_bf16<8>(out_bf16 + i, y);
     }

@@ -262,15 +262,18 @@ extern "C" int kern_linear_plan_new(cublasLtHandle_t lt, int32_t n, int32_t in, 
 }
 
 /* BIAS_ADD_LN's LayerNorm as a kernel of its own: y = LN(ln->scratch + residual) (the bias is
- * in scratch already), the fp32 or the bf16 residual stream. */
+ * in scratch already), whichever residual stream ln carries. */
 static int s_add_ln(const kern_linear_plan_t *p, uint16_t *y, const kern_linear_ln_t *ln,
                     cudaStream_t stream, com_error_t *err) {
-    if (ln->residual)
-        return kern_add_layernorm_cuda(ln->out_f32, y, ln->scratch, NULL, ln->residual, ln->gamma,
-                                       ln->beta, p->n, ln->n_rows, p->out, ln->eps, stream, err);
-    return kern_add_layernorm_bf16_cuda(ln->out_f32, y, ln->scratch, NULL, ln->residual_bf16,
-                                        ln->gamma, ln->beta, p->n, ln->n_rows, p->out, ln->eps,
-                                        stream, err);
+    const void *res = ln->residual       ? (const void *)ln->residual
+                      : ln->residual_f16 ? (const void *)ln->residual_f16
+                                         : (const void *)ln->residual_bf16;
+    const kern_residual_type_t rt = ln->residual       ? KERN_RESIDUAL_F32
+                                    : ln->residual_f16 ? KERN_RESIDUAL_F16
+                                                       : KERN_RESIDUAL_BF16;
+    return kern_add_layernorm_cuda(ln->out_f32, ln->out_f16, y, ln->scratch, NULL, res, rt,
+                                   ln->gamma, ln->beta, p->n, ln->n_rows, p->out, ln->eps, stream,
+                                   err);
 }
 
 /* The whole op of candidate rank (see kern_linear_plan::rank) on stream; ln checked by the
@@ -309,10 +312,12 @@ static int s_ln_check(const kern_linear_plan_t *p, const uint16_t *y, const uint
         return 0;
     if (!ln)
         return com_error_set(err, COM_EINVAL, "%s: epilogue BIAS_ADD_LN needs ln (NULL)", who);
-    if (!ln->residual == !ln->residual_bf16)
+    const int n_res = !!ln->residual + !!ln->residual_bf16 + !!ln->residual_f16;
+    if (n_res != 1)
         return com_error_set(err, COM_EINVAL,
-                             "%s: ln needs exactly one of residual (fp32) and residual_bf16 (%s)",
-                             who, ln->residual ? "both set" : "neither set");
+                             "%s: ln needs exactly one of residual (fp32), residual_bf16 and "
+                             "residual_f16 (%d set)",
+                             who, n_res);
     if (!(ln->eps >= 0.f))
         return com_error_set(err, COM_EINVAL, "%s: ln->eps %g (must be >= 0)", who,
                              (double)ln->eps);
@@ -324,7 +329,8 @@ static int s_ln_check(const kern_linear_plan_t *p, const uint16_t *y, const uint
                                          : "scratch");
     /* the unfused candidates write the GEMM to scratch while y, x and the residual are live */
     const void *s = ln->scratch;
-    if (s == y || s == x || s == ln->residual_bf16 || s == ln->residual || s == ln->out_f32)
+    if (s == y || s == x || s == ln->residual_bf16 || s == ln->residual_f16 || s == ln->residual ||
+        s == ln->out_f32 || s == ln->out_f16)
         return com_error_set(err, COM_EINVAL, "%s: ln->scratch is one of the other operands", who);
     return 0;
 }
@@ -433,9 +439,10 @@ extern "C" int kern_linear_plan_tune(cublasLtHandle_t lt, kern_linear_plan_t *p,
     const bool ln_epi = p->epi == KERN_LINEAR_BIAS_ADD_LN;
     const bool in_ok = kern::aligned16(x) && kern::aligned16(w);
     const bool aligned_unfused = in_ok && kern::aligned16(ln_epi ? ln->scratch : y);
-    const bool aligned_fused = in_ok && ln_epi && kern::aligned16(y) &&
-                               kern::aligned16(ln->residual) &&
-                               kern::aligned16(ln->residual_bf16) && kern::aligned16(ln->out_f32);
+    const bool aligned_fused =
+        in_ok && ln_epi && kern::aligned16(y) && kern::aligned16(ln->residual) &&
+        kern::aligned16(ln->residual_bf16) && kern::aligned16(ln->residual_f16) &&
+        kern::aligned16(ln->out_f32) && kern::aligned16(ln->out_f16);
     cudaEvent_t e0 = NULL, e1 = NULL;
     KERN_CUDA_TRY(cudaEventCreate(&e0), err);
     cudaError_t ce = cudaEventCreate(&e1);

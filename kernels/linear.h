@@ -35,16 +35,19 @@ typedef enum kern_linear_epilogue {
 } kern_linear_epilogue_t;
 
 /* The extra operands of KERN_LINEAR_BIAS_ADD_LN (device pointers). The residual stream is fp32
- * (residual, with out_f32 usually the same buffer: updated in place) or bf16 (residual_bf16,
- * usually the same buffer as y); exactly one of the two is set. The LayerNorm's statistics and
- * output are computed in fp32 and written as bf16 to y (always) and as fp32 to out_f32 (when
- * not NULL). Rows t >= *n_rows (when n_rows is not NULL) are not written. */
+ * (residual), bf16 (residual_bf16, usually the same buffer as y) or IEEE binary16
+ * (residual_f16); exactly one of the three is set. The LayerNorm's statistics and output are
+ * computed in fp32 and written as bf16 to y (always), as fp32 to out_f32 and as binary16 to
+ * out_f16 (each when not NULL; either may be the residual's own buffer: updated in place). Rows
+ * t >= *n_rows (when n_rows is not NULL) are not written. */
 typedef struct kern_linear_ln {
     const float *residual;         /* [n, out] fp32, or NULL */
     const uint16_t *residual_bf16; /* [n, out] bf16, or NULL */
+    const uint16_t *residual_f16;  /* [n, out] binary16, or NULL */
     const float *gamma, *beta;     /* [out] fp32, weights (read before the PDL wait) */
     float eps;
     float *out_f32;        /* [n, out] fp32, or NULL; may be residual */
+    uint16_t *out_f16;     /* [n, out] binary16, or NULL; may be residual_f16 */
     const int32_t *n_rows; /* [1] device, or NULL: all n rows */
     /* [n, out] bf16 that no other operand overlaps: the GEMM's output when the plan's algorithm
      * runs the LayerNorm as a kernel of its own (cuBLASLt, gemm_mma: the GEMM's sum is then
@@ -60,8 +63,8 @@ typedef struct kern_linear_ln {
  * rounded once; needs in % 8 == 0, out % 8 == 0 and 16-byte aligned x, w, y). BIAS_ADD_LN runs
  * either fused, by one of gemm_wgmma's LayerNorm configurations (Hopper; they run no other
  * epilogue; aligned LayerNorm operands too), or unfused, by any other candidate: its
- * BIAS GEMM into ln->scratch (rounded to bf16), then kern_add_layernorm_cuda (fp32 residual) or
- * kern_add_layernorm_bf16_cuda (bf16 residual) into y. A plan fixes the shape, the epilogue
+ * BIAS GEMM into ln->scratch (rounded to bf16), then kern_add_layernorm_cuda into y (and out_f32,
+ * out_f16). A plan fixes the shape, the epilogue
  * and the algorithm. kern_linear_cuda then makes no query, allocates nothing, is deterministic
  * and is safe inside CUDA graph capture (the caller passes a preallocated workspace of at least
  * the plan's workspace_bytes). A plan belongs to one thread at a time: kern_linear_cuda sets the

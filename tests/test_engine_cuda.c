@@ -16,13 +16,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <dirent.h>
 
 #include <cuda_runtime_api.h>
 
 #include "common/clock.h"
 #include "common/file.h"
 #include "common/prng.h"
+#include "common/safetensors.h"
 #include "tests/test_util.h"
 #include "worker/engine.h"
 #include "worker/engine_cuda.h"
@@ -120,6 +124,70 @@ static int32_t s_seqs(const com_model_info_t *in, int32_t n) {
  * every plan and writes the file, the second takes every plan from it and computes the same
  * bits; an entry whose description no longer matches, and junk lines, cost only a re-timing;
  * tune_cache=off times everything. */
+/* The residual stream's range guard: a copy of the test model (the other files linked) with one
+ * FFN sublayer end's LayerNorm gamma 4096 everywhere, so an output may reach sqrt(H - 1) 4096
+ * (80k at H = 384), past binary16's 65504: the default (auto) falls back to fp32, and asking for
+ * f16 is refused with COM_EUNSUPPORTED naming the bound. */
+static void test_residual_range(const char *dir, const char *scratch) {
+    char path[1024], model[640];
+    snprintf(model, sizeof model, "%s/wide", scratch);
+    CHECK(mkdir(model, 0755) == 0);
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
+        if (de->d_name[0] == '.' || strcmp(de->d_name, "model.safetensors") == 0)
+            continue;
+        char from[1024];
+        snprintf(from, sizeof from, "%s/%s", dir, de->d_name);
+        snprintf(path, sizeof path, "%s/%s", model, de->d_name);
+        CHECK(symlink(from, path) == 0);
+    }
+    if (d)
+        closedir(d);
+    com_error_t err = {0};
+    char *buf = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(com_file_read(path, (size_t)1 << 31, &buf, &len, &err) == 0);
+    com_safetensors_t *st = NULL;
+    CHECK(buf && com_safetensors_open_buffer(buf, len, &st, &err) == 0);
+    const com_tensor_t *g = NULL;
+    for (size_t i = 0; st && i < com_safetensors_count(st); i++) {
+        const com_tensor_t *t = com_safetensors_at(st, i);
+        if (!g && strstr(t->name, "output.LayerNorm.weight") && !strstr(t->name, "attention"))
+            g = t; /* an FFN sublayer end */
+    }
+    CHECK(g && g->dtype == COM_DTYPE_F32);
+    if (g && g->dtype == COM_DTYPE_F32) {
+        const float v = 4096.0f;
+        for (size_t k = 0; k < g->nbytes / 4; k++) /* the data lives inside buf */
+            memcpy(buf + ((const char *)g->data - buf) + 4 * k, &v, 4);
+    }
+    com_safetensors_destroy(&st);
+    snprintf(path, sizeof path, "%s/model.safetensors", model);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(buf, 1, len, f) == len);
+    if (f)
+        fclose(f);
+    free(buf);
+    wrk_engine_t *e = NULL;
+    wrk_engine_opts_t o = {"cuda:0,graphs=off", 0, 1024};
+    int rc = wrk_engine_new(model, &o, &e, &err);
+    CHECK_MSG(rc == 0, "wide model, auto residual: %s", err.msg);
+    wrk_cuda_stats_t sts;
+    if (rc == 0) {
+        CHECK(wrk_engine_cuda_stats(e, &sts, &err) == 0);
+        CHECK_MSG(sts.residual == 0, "wide model: residual type %d, want 0 (fp32)",
+                  (int)sts.residual);
+        wrk_engine_destroy(&e);
+    }
+    o.device = "cuda:0,graphs=off,residual=f16";
+    rc = wrk_engine_new(model, &o, &e, &err);
+    CHECK_MSG(rc == COM_EUNSUPPORTED && e == NULL && strstr(err.msg, "65504"),
+              "wide model, residual=f16: rc %d (%s)", rc, err.msg);
+    printf("residual range: auto keeps fp32, f16 refused (%s)\n", err.msg);
+}
+
 static void test_tune_cache(const char *dir, wrk_engine_t *cpu, const char *cache) {
     char path[700];
     snprintf(path, sizeof path, "%s/tune.txt", cache);
@@ -344,17 +412,24 @@ int main(void) {
     }
 
     test_tune_cache(dir, cpu, scratch);
+    test_residual_range(dir, scratch);
     setenv("EMBER_TUNE_CACHE", main_cache, 1);
 
     /* capture every bucket at start; never capture; internal splitting over max_batch_tokens;
-     * the other device options (options combine) */
+     * the other device options (options combine); the residual stream each one runs (0 fp32,
+     * 1 bf16, 2 f16: the default, auto, picks f16 for the test model, whose LayerNorm weights
+     * bound every output far inside binary16's range) */
     static const struct {
         const char *device;
-        int32_t graph_mode, max_tokens, n_seqs;
-    } modes[] = {
-        {"cuda:0,graphs=all", 1, 1024, 9},      {"cuda:0,tune=off,graphs=off", 2, 4096, 9},
-        {"cuda:0,graphs=lazy", 0, 600, 40},     {"cuda:0,pdl=off,graphs=all", 1, 1024, 9},
-        {"cuda:0,residual=bf16", 0, 4096, 200}, {"cuda:0,residual=f32,pdl=on,tune=on", 0, 4096, 9}};
+        int32_t graph_mode, max_tokens, n_seqs, residual;
+    } modes[] = {{"cuda:0,graphs=all", 1, 1024, 9, 2},
+                 {"cuda:0,tune=off,graphs=off", 2, 4096, 9, 2},
+                 {"cuda:0,graphs=lazy", 0, 600, 40, 2},
+                 {"cuda:0,pdl=off,graphs=all", 1, 1024, 9, 2},
+                 {"cuda:0,residual=bf16", 0, 4096, 200, 1},
+                 {"cuda:0,residual=f32,pdl=on,tune=on", 0, 4096, 9, 0},
+                 {"cuda:0,residual=f16,graphs=all", 1, 1024, 200, 2},
+                 {"cuda:0,residual=auto,graphs=off", 2, 4096, 200, 2}};
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
         wrk_engine_opts_t o = {modes[m].device, 0, modes[m].max_tokens};
         const double t0 = com_clock_mono_us();
@@ -366,6 +441,8 @@ int main(void) {
             continue;
         wrk_cuda_stats_t st;
         CHECK(wrk_engine_cuda_stats(gpu, &st, &err) == 0);
+        CHECK_MSG(st.residual == modes[m].residual, "%s: residual type %d, want %d",
+                  modes[m].device, (int)st.residual, (int)modes[m].residual);
         if (modes[m].graph_mode == 1)
             CHECK_MSG(st.n_graphs == st.n_buckets * st.n_slots && st.n_buckets == 16,
                       "capture at start: %d graphs for %d buckets x %d slots", (int)st.n_graphs,

@@ -17,8 +17,9 @@
  * Device options (after the device, comma-separated): tune=on|off (default on: time the GEMM
  *   candidates per bucket at start, worker/model_bert_cuda.c; off for profilers, which would
  *   otherwise trace thousands of timing launches), pdl=on|off (programmatic dependent launch of
- *   our kernels, kern_pdl_set; default on), residual=f32|bf16 (the residual stream's precision,
- *   worker/model_bert_cuda.h), tune_cache=on|off (default on: keep the timed choices in a file,
+ *   our kernels, kern_pdl_set; default on), residual=auto|f32|f16|bf16 (the residual stream's
+ *   type, worker/model_bert_cuda.h; default auto: f16 when the model's LayerNorm weights keep
+ *   it in range, else f32), tune_cache=on|off (default on: keep the timed choices in a file,
  *   s_tune_cache_path, so the next start on the same GPU and libraries skips the timing) and
  *   graphs=...:
  * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's
@@ -51,6 +52,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "kernels/add_layernorm.h"
 #include "kernels/kern_cuda.h"
 #include "worker/engine_backend.h"
 #include "worker/model_bert_cuda.h"
@@ -423,7 +425,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     *out = NULL;
     int rc;
     int32_t max_tokens = opts ? opts->max_batch_tokens : 0;
-    int32_t graph_mode = 0, tune = 1, pdl = 1, residual_bf16 = 0, tune_cache = 1;
+    int32_t graph_mode = 0, tune = 1, pdl = 1, residual = WRK_BERT_RESIDUAL_AUTO, tune_cache = 1;
     /* options after the device, comma-separated, each one of these words */
     const struct {
         const char *word;
@@ -435,8 +437,10 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  {"tune=off", &tune, 0},
                  {"pdl=on", &pdl, 1},
                  {"pdl=off", &pdl, 0},
-                 {"residual=f32", &residual_bf16, 0},
-                 {"residual=bf16", &residual_bf16, 1},
+                 {"residual=auto", &residual, WRK_BERT_RESIDUAL_AUTO},
+                 {"residual=f32", &residual, KERN_RESIDUAL_F32},
+                 {"residual=f16", &residual, KERN_RESIDUAL_F16},
+                 {"residual=bf16", &residual, KERN_RESIDUAL_BF16},
                  {"tune_cache=on", &tune_cache, 1},
                  {"tune_cache=off", &tune_cache, 0}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
@@ -450,15 +454,15 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         if (w == sizeof words / sizeof *words)
             return com_error_set(err, COM_EINVAL,
                                  "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
-                                 "tune=on|off, pdl=on|off, residual=f32|bf16, tune_cache=on|off)",
+                                 "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
+                                 "tune_cache=on|off)",
                                  (int)n, v);
         *words[w].var = words[w].value;
     }
     char cache_path[4096];
     const bool cached = tune_cache && s_tune_cache_path(cache_path, sizeof cache_path);
-    const wrk_bert_cuda_opts_t mopts = {.tune = tune != 0,
-                                        .residual_bf16 = residual_bf16 != 0,
-                                        .tune_cache = cached ? cache_path : NULL};
+    const wrk_bert_cuda_opts_t mopts = {
+        .tune = tune != 0, .residual = residual, .tune_cache = cached ? cache_path : NULL};
     kern_pdl_set(pdl != 0); /* process-wide: one engine per worker process */
     if (max_tokens < 0 || max_tokens > (1 << 20))
         return com_error_set(err, COM_EINVAL, "engine cuda: max_batch_tokens %d", (int)max_tokens);
@@ -533,6 +537,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->stats.n_slots = S_SLOTS;
     e->stats.max_bucket = max_bucket;
     e->stats.device_bytes = wrk_bert_cuda_device_bytes(e->model);
+    e->stats.residual = wrk_bert_cuda_residual(e->model);
     wrk_bert_cuda_plan_counts(e->model, &e->stats.plans_timed, &e->stats.plans_cached);
     e->stats.pinned_bytes = S_SLOTS * (in_bytes + out_bytes);
     if (graph_mode == 1 && (rc = s_capture_all(e, err)) != 0)
@@ -546,10 +551,12 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     {
         struct cudaDeviceProp prop;
         const char *name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "?";
-        COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), bf16, %d buckets up to %d "
-                 "tokens, graphs %s%s, %.1f MiB device memory",
+        static const char *const res_name[] = {"f32", "bf16", "f16"};
+        COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), bf16, %s residual, %d "
+                 "buckets up to %d tokens, graphs %s%s, %.1f MiB device memory",
                  (int)device, name, model_dir, e->info.architecture, (int)e->info.num_layers,
-                 (int)e->info.hidden_size, (int)e->n_buckets, (int)max_bucket,
+                 (int)e->info.hidden_size, res_name[e->stats.residual], (int)e->n_buckets,
+                 (int)max_bucket,
                  graph_mode == 0   ? "lazy"
                  : graph_mode == 1 ? "captured at start"
                                    : "off",

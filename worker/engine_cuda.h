@@ -28,6 +28,7 @@ typedef struct wrk_cuda_stats {
     int64_t eager_runs;     /* forward passes launched kernel by kernel */
     int64_t graph_launches; /* forward passes launched as a graph */
     size_t device_bytes;    /* weights + activations + cuBLASLt workspace */
+    int32_t residual;       /* the residual stream's kern_residual_type_t (0 f32, 1 bf16, 2 f16) */
     size_t pinned_bytes;    /* host staging (input + output slots) */
     /* GEMM plans (buckets x 4) whose algorithm was timed at start / taken from the tuning cache */
     int32_t plans_timed, plans_cached;

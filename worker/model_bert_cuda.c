@@ -7,10 +7,13 @@
  *
  * Activations (T = the largest bucket, H hidden, I intermediate), all planned here, zeroed once:
  *   in     int32 [4 + 4T + 1]   the input area (wrk_bert_cuda_input_words)
- *   h32    fp32  [T, H]         residual stream (LayerNorm outputs, kept in fp32); with
- *                               residual_bf16 only the last LayerNorm writes it (for pooling)
- *   hb     bf16  [T, H]         the same rounded to bf16: the next GEMM's input (and the
- *                               residual stream itself with residual_bf16)
+ *   h32    fp32  [T, H]         residual stream (LayerNorm outputs, kept in fp32); with an
+ *                               f16 or bf16 stream only the embedding's and the last
+ *                               LayerNorm write it (the first sublayer end and the pooling
+ *                               read it)
+ *   r16    f16   [T, H]         the residual stream with residual f16 (else not allocated)
+ *   hb     bf16  [T, H]         the LayerNorm outputs rounded to bf16: the next GEMM's input
+ *                               (and the residual stream itself with residual bf16)
  *   big    bf16  [T, max(3H,I)] QKV, later the FFN intermediate; after the last layer the
  *                               pooled fp32 embeddings when forward is given no destination
  *                               (the tuner's timing runs)
@@ -26,8 +29,9 @@
  * h32,hb = LN(ctx Wo^T + bo + h32) (BIAS_ADD_LN epilogue: one kernel when our fused Hopper GEMM
  * wins the timing, else the GEMM into tmp and the residual + LayerNorm kernel);
  * big = GELU(hb W1^T + b1) (one kernel when ours wins the timing, else cuBLASLt + the GELU
- * kernel); h32,hb = LN(big W2^T + b2 + h32) (BIAS_ADD_LN again). With residual_bf16 the
- * LayerNorms read and write hb alone (hb = LN(. + hb); the last one writes h32 too). Then
+ * kernel); h32,hb = LN(big W2^T + b2 + h32) (BIAS_ADD_LN again). With an f16 residual the
+ * sublayer ends write r16 and hb (the first reads h32, the last writes h32 too); with bf16 they
+ * read and write hb alone (hb = LN(. + hb); the last one writes h32 too). Then
  * pooling from h32 into forward's destination. Padding rows [n_tokens, T) of hb are zeros
  * (embedding kernel) and stay finite everywhere else (the LayerNorms do not write them). Thread:
  * the engine's submitting thread; stream: the one passed to forward. */
@@ -41,6 +45,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/safetensors.h"
+#include "kernels/add_layernorm.h"
 #include "kernels/attention.h"
 #include "kernels/copy.h"
 #include "kernels/embed_layernorm.h"
@@ -77,9 +82,10 @@ struct wrk_bert_cuda {
     size_t n_allocs, cap_allocs, bytes;
     int32_t *in;
     float *h32;
-    uint16_t *hb, *big, *ctx, *tmp;
+    uint16_t *hb, *r16, *big, *ctx, *tmp;
     void *ws;
-    bool residual_bf16; /* the residual stream is hb alone; h32 only takes the last LayerNorm */
+    kern_residual_type_t residual; /* the residual stream: h32, r16 or hb alone */
+    double ln_bound; /* the largest |output| any sublayer end's LayerNorm can produce */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
 
@@ -134,6 +140,27 @@ static int s_read(const com_safetensors_t *st, const char *prefix, const char *n
     if (rc != 0)
         return com_error_prefix(err, rc, "tensor %s", full);
     return 0;
+}
+
+/* max |v[i]| (NaN counts as infinite: such weights must not pass the range check) */
+static double s_max_abs(const float *v, size_t n) {
+    double mx = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double a = fabs((double)v[i]);
+        if (isnan(a))
+            return INFINITY;
+        mx = a > mx ? a : mx;
+    }
+    return mx;
+}
+
+/* Raises m->ln_bound to a LayerNorm's output bound: with biased variance over H values, each
+ * normalised value lies within sqrt(H - 1) of zero, so |y| <= sqrt(H - 1) max|gamma| + max|beta|
+ * whatever the input. */
+static void s_ln_bound(wrk_bert_cuda_t *m, double g_max, double b_max) {
+    const double bound = sqrt((double)m->info.hidden_size - 1.0) * g_max + b_max;
+    if (!(bound <= m->ln_bound)) /* NaN too */
+        m->ln_bound = bound;
 }
 
 static int s_load(wrk_bert_cuda_t *m, const char *path, com_error_t *err) {
@@ -194,13 +221,17 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, com_error_t *err) {
         LOADL(L->wo, "encoder.layer.%d.attention.output.dense.weight", 2, H, H, true);
         LOADL(L->bo, "encoder.layer.%d.attention.output.dense.bias", 1, H, 0, true);
         LOADL(L->ln1_g, "encoder.layer.%d.attention.output.LayerNorm.weight", 1, H, 0, false);
+        double g_max = s_max_abs(buf, (size_t)H);
         LOADL(L->ln1_b, "encoder.layer.%d.attention.output.LayerNorm.bias", 1, H, 0, false);
+        s_ln_bound(m, g_max, s_max_abs(buf, (size_t)H));
         LOADL(L->w1, "encoder.layer.%d.intermediate.dense.weight", 2, I, H, true);
         LOADL(L->b1, "encoder.layer.%d.intermediate.dense.bias", 1, I, 0, true);
         LOADL(L->w2, "encoder.layer.%d.output.dense.weight", 2, H, I, true);
         LOADL(L->b2, "encoder.layer.%d.output.dense.bias", 1, H, 0, true);
         LOADL(L->ln2_g, "encoder.layer.%d.output.LayerNorm.weight", 1, H, 0, false);
+        g_max = s_max_abs(buf, (size_t)H);
         LOADL(L->ln2_b, "encoder.layer.%d.output.LayerNorm.bias", 1, H, 0, false);
+        s_ln_bound(m, g_max, s_max_abs(buf, (size_t)H));
 #undef LOADL
     }
 #undef LOAD
@@ -260,15 +291,17 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p) {
 static int s_fill_activations(wrk_bert_cuda_t *m, int byte, com_error_t *err) {
     const size_t T = (size_t)m->buckets[m->n_buckets - 1], H = (size_t)m->info.hidden_size;
     const size_t I = (size_t)m->info.intermediate_size, wide = 3 * H > I ? 3 * H : I;
-    void *const bufs[] = {m->in, m->h32, m->hb, m->big, m->ctx, m->tmp};
+    void *const bufs[] = {m->in, m->h32, m->hb, m->r16, m->big, m->ctx, m->tmp};
     const size_t sizes[] = {wrk_bert_cuda_input_words((int32_t)T) * 4,
                             T * H * 4,
+                            T * H * 2,
                             T * H * 2,
                             T * wide * 2,
                             T * H * 2,
                             T * H * 2};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
-        KERN_CUDA_TRY(cudaMemset(bufs[i], byte, sizes[i]), err);
+        if (bufs[i]) /* r16 only with an f16 residual */
+            KERN_CUDA_TRY(cudaMemset(bufs[i], byte, sizes[i]), err);
     KERN_CUDA_TRY(cudaDeviceSynchronize(), err);
     return 0;
 }
@@ -342,29 +375,41 @@ static const kern_linear_epilogue_t s_epi[S_N_GEMM] = {[S_QKV] = KERN_LINEAR_BIA
 
 /* The operands of a sublayer end (KERN_LINEAR_BIAS_ADD_LN) of layer L: after attention (ffn
  * false) or after the FFN. The residual stream is updated in place: h32 and hb with the fp32
- * residual, hb alone with residual_bf16 unless f32_too (the last layer's, which the pooling
- * reads from h32). tmp is the GEMM's output when the LayerNorm runs as a kernel of its own. */
+ * residual; r16 and hb with f16 (the first sublayer end reads h32, which the embedding's
+ * LayerNorm wrote); hb alone with bf16. f32_too (the last layer's FFN): h32 as well, which the
+ * pooling reads. tmp is the GEMM's output when the LayerNorm runs as a kernel of its own. */
 static kern_linear_ln_t s_sublayer_end(const wrk_bert_cuda_t *m, const s_layer_t *L, bool ffn,
-                                       const int32_t *n_rows, bool f32_too) {
-    const bool r16 = m->residual_bf16;
-    return (kern_linear_ln_t){.residual = r16 ? NULL : m->h32,
-                              .residual_bf16 = r16 ? m->hb : NULL,
-                              .gamma = ffn ? L->ln2_g : L->ln1_g,
-                              .beta = ffn ? L->ln2_b : L->ln1_b,
-                              .eps = m->info.layer_norm_eps,
-                              .out_f32 = r16 && !f32_too ? NULL : m->h32,
-                              .n_rows = n_rows,
-                              .scratch = m->tmp};
+                                       const int32_t *n_rows, bool first, bool f32_too) {
+    const kern_residual_type_t rt = m->residual;
+    kern_linear_ln_t ln = {.gamma = ffn ? L->ln2_g : L->ln1_g,
+                           .beta = ffn ? L->ln2_b : L->ln1_b,
+                           .eps = m->info.layer_norm_eps,
+                           .n_rows = n_rows,
+                           .scratch = m->tmp};
+    if (rt == KERN_RESIDUAL_F32 || (rt == KERN_RESIDUAL_F16 && first))
+        ln.residual = m->h32;
+    else if (rt == KERN_RESIDUAL_F16)
+        ln.residual_f16 = m->r16;
+    else
+        ln.residual_bf16 = m->hb;
+    if (rt == KERN_RESIDUAL_F32 || f32_too)
+        ln.out_f32 = m->h32;
+    if (rt == KERN_RESIDUAL_F16 && !f32_too)
+        ln.out_f16 = m->r16;
+    return ln;
 }
 
 /* The tuning cache key of GEMM i at bucket b: shape and epilogue, and for the LayerNorm
- * epilogue the residual stream's type (a bf16 residual makes another op to time). */
+ * epilogue the residual stream's type (a 16-bit residual makes another op to time). */
 static void s_plan_key(const wrk_bert_cuda_t *m, int32_t b, int i, char *key, size_t cap) {
     const int32_t H = m->info.hidden_size, I = m->info.intermediate_size;
     const int32_t in[S_N_GEMM] = {H, H, H, I}, out[S_N_GEMM] = {3 * H, H, I, H};
     snprintf(key, cap, "n %d in %d out %d epi %d%s", (int)m->buckets[b], (int)in[i], (int)out[i],
              (int)s_epi[i],
-             s_epi[i] == KERN_LINEAR_BIAS_ADD_LN && m->residual_bf16 ? " residual bf16" : "");
+             s_epi[i] != KERN_LINEAR_BIAS_ADD_LN ? ""
+             : m->residual == KERN_RESIDUAL_BF16 ? " residual bf16"
+             : m->residual == KERN_RESIDUAL_F16  ? " residual f16"
+                                                 : "");
 }
 
 /* Latency buckets (<= S_CONTEXT_MAX tokens) whose plans were just timed one GEMM at a time: for
@@ -454,9 +499,9 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
             COM_WARN("bert cuda: tuning cache %s: %d malformed lines skipped", cache_path,
                      (int)wrk_tune_cache_skipped(cache));
     }
-    /* bf16 0x3c3c and fp32 0x3c3c3c3c are both 0.0115: finite inputs and residuals. The
-     * LayerNorm plans then renormalise h32 / hb in place on every timed run, which keeps them
-     * finite (LayerNorm output is bounded by gamma and beta). */
+    /* bf16 0x3c3c and fp32 0x3c3c3c3c are both 0.0115, f16 0x3c3c 1.06: finite inputs and
+     * residuals. The LayerNorm plans then renormalise the residual stream in place on every
+     * timed run, which keeps it finite (LayerNorm output is bounded by gamma and beta). */
     int rc = s_fill_activations(m, 0x3c, err);
     const s_layer_t *L = &m->layers[0];
     int32_t changed = 0, timed = 0, refined = 0;
@@ -464,8 +509,8 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
         /* as the forward pass has them, but n_rows NULL (every row: a full bucket; the input
          * area holds the last in-context batch, whose token count may be smaller) */
-        const kern_linear_ln_t ln1 = s_sublayer_end(m, L, false, NULL, false),
-                               ln2 = s_sublayer_end(m, L, true, NULL, false);
+        const kern_linear_ln_t ln1 = s_sublayer_end(m, L, false, NULL, false, false),
+                               ln2 = s_sublayer_end(m, L, true, NULL, false, false);
         struct {
             uint16_t *y;
             const uint16_t *x, *w, *bias;
@@ -547,7 +592,6 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         return com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
     int rc = COM_ENOMEM;
     m->info = *info;
-    m->residual_bf16 = opts->residual_bf16;
     m->n_buckets = n_buckets;
     m->buckets = malloc((size_t)n_buckets * sizeof *m->buckets);
     m->plans = calloc((size_t)n_buckets * S_N_GEMM, sizeof *m->plans);
@@ -559,11 +603,30 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     memcpy(m->buckets, buckets, (size_t)n_buckets * sizeof *buckets);
     if ((rc = s_load(m, weights_path, err)) != 0)
         goto err;
+    /* auto: f16 when no LayerNorm output can leave its finite range (65504; 65000 leaves a
+     * margin for the fp32 arithmetic's own rounding), else fp32 */
+    const bool f16_fits = m->ln_bound <= 65000.0;
+    if (opts->residual < WRK_BERT_RESIDUAL_AUTO || opts->residual > KERN_RESIDUAL_F16) {
+        rc = com_error_set(err, COM_EINVAL, "bert cuda: residual type %d", opts->residual);
+        goto err;
+    }
+    m->residual = opts->residual != WRK_BERT_RESIDUAL_AUTO ? (kern_residual_type_t)opts->residual
+                  : f16_fits                               ? KERN_RESIDUAL_F16
+                                                           : KERN_RESIDUAL_F32;
+    if (m->residual == KERN_RESIDUAL_F16 && !f16_fits) {
+        rc = com_error_set(err, COM_EUNSUPPORTED,
+                           "bert cuda: residual=f16: a LayerNorm's output may reach %g, beyond "
+                           "binary16's range (65504)",
+                           m->ln_bound);
+        goto err;
+    }
     const size_t T = (size_t)buckets[n_buckets - 1], H = (size_t)info->hidden_size;
     const size_t I = (size_t)info->intermediate_size, wide = 3 * H > I ? 3 * H : I;
     if ((rc = s_dalloc(m, wrk_bert_cuda_input_words((int32_t)T) * 4, (void **)&m->in, err)) ||
         (rc = s_dalloc(m, T * H * 4, (void **)&m->h32, err)) ||
         (rc = s_dalloc(m, T * H * 2, (void **)&m->hb, err)) ||
+        (m->residual == KERN_RESIDUAL_F16 &&
+         (rc = s_dalloc(m, T * H * 2, (void **)&m->r16, err))) ||
         (rc = s_dalloc(m, T * wide * 2, (void **)&m->big, err)) ||
         (rc = s_dalloc(m, T * H * 2, (void **)&m->ctx, err)) ||
         (rc = s_dalloc(m, T * H * 2, (void **)&m->tmp, err)) ||
@@ -608,6 +671,10 @@ void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t
     *cached = m->plans_cached;
 }
 
+int wrk_bert_cuda_residual(const wrk_bert_cuda_t *m) {
+    return (int)m->residual;
+}
+
 size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m) {
     return m->bytes;
 }
@@ -631,19 +698,19 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, const int32_t *in_src,
         if ((rc = (call)) != 0)                                                                    \
             return rc;                                                                             \
     } while (0)
-    const bool r16 = m->residual_bf16;
+    const bool bf16_stream = m->residual == KERN_RESIDUAL_BF16; /* hb is the residual stream */
     if (in_src)
         S_TRY(kern_copy_cuda(m->in, in_src, wrk_bert_cuda_input_words(T) * sizeof(int32_t), stream,
                              err));
-    S_TRY(kern_embed_layernorm_cuda(r16 ? NULL : m->h32, m->hb, ids, types, seq, cu, n_tokens, T,
-                                    m->word, m->pos, m->type, m->emb_g, m->emb_b, H, eps, stream,
-                                    err));
+    S_TRY(kern_embed_layernorm_cuda(bf16_stream ? NULL : m->h32, m->hb, ids, types, seq, cu,
+                                    n_tokens, T, m->word, m->pos, m->type, m->emb_g, m->emb_b, H,
+                                    eps, stream, err));
     for (int32_t l = 0; l < in->num_layers; l++) {
         const s_layer_t *L = &m->layers[l];
         const bool last = l == in->num_layers - 1; /* the pooling reads h32 */
         /* hb (and h32) = LN(GEMM + b + residual); rows >= n_tokens untouched */
-        const kern_linear_ln_t ln1 = s_sublayer_end(m, L, false, n_tokens, false),
-                               ln2 = s_sublayer_end(m, L, true, n_tokens, last);
+        const kern_linear_ln_t ln1 = s_sublayer_end(m, L, false, n_tokens, l == 0, false),
+                               ln2 = s_sublayer_end(m, L, true, n_tokens, false, last);
         S_TRY(kern_linear_cuda(m->lt, p[S_QKV], m->big, m->hb, L->wqkv, L->bqkv, NULL, m->ws,
                                S_WORKSPACE_BYTES, stream, err));
         S_TRY(kern_attention_cuda(&ap, m->ctx, H, m->big, 3 * H, m->big + H, 3 * H, m->big + 2 * H,

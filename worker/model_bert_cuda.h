@@ -39,12 +39,15 @@ void wrk_bert_cuda_pack(int32_t *dst, int32_t bucket_tokens, const int32_t *ids,
                         const int32_t *types, const int32_t *cu, int32_t n_seqs, int32_t out_dim,
                         bool normalize);
 
-/* Choices made at start. residual_bf16: the residual stream (the LayerNorm outputs that the
- * next add reads) is kept in bf16 instead of fp32, halving the LayerNorms' memory traffic; the
- * GEMMs read bf16 either way. */
+/* Choices made at start. residual: the type of the residual stream (the LayerNorm outputs that
+ * the next add reads; the GEMMs read a bf16 copy either way): a kern_residual_type_t, or
+ * WRK_BERT_RESIDUAL_AUTO = f16 when the LayerNorm weights bound every output within binary16's
+ * range, else fp32. f16 and bf16 cut the LayerNorms' memory traffic (12 bytes per element with
+ * fp32, 8 with f16, 6 with bf16); f16 keeps 3 more mantissa bits than bf16. */
+#define WRK_BERT_RESIDUAL_AUTO (-1)
 typedef struct wrk_bert_cuda_opts {
     bool tune;              /* time every GEMM candidate per bucket at start, keep the fastest */
-    bool residual_bf16;     /* bf16 residual stream (else fp32) */
+    int residual;           /* kern_residual_type_t or WRK_BERT_RESIDUAL_AUTO */
     const char *tune_cache; /* with tune: file of earlier choices (worker/tune_cache.h), or NULL */
 } wrk_bert_cuda_opts_t;
 
@@ -61,6 +64,7 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
 void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p);
 
 size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m); /* weights + activations + ws */
+int wrk_bert_cuda_residual(const wrk_bert_cuda_t *m);        /* the kern_residual_type_t chosen */
 /* GEMM plans whose algorithm start-up timed, and those taken from the tuning cache. */
 void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached);
 

@@ -146,7 +146,7 @@ static void s_usage(FILE *f) {
                "  --device          cpu, cuda or cuda:N (GPU N; options after commas:\n"
                "                    graphs=lazy|all|off (CUDA graph mode, default lazy),\n"
                "                    tune=off (skip timing the GEMM algorithms at start),\n"
-               "                    pdl=off, residual=bf16; docs/engine.md)\n"
+               "                    pdl=off, residual=auto|f32|f16|bf16; docs/engine.md)\n"
                "  --redis           register in Redis (and discover brokers without --broker)\n"
                "  --model-name      name announced to brokers (default: the directory's name)\n"
                "  --max-batch-tokens  token budget per batch (default 8192)\n"
