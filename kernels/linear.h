@@ -64,12 +64,11 @@ typedef struct kern_linear_ln {
  * either fused, by one of gemm_wgmma's LayerNorm configurations (Hopper; they run no other
  * epilogue; aligned LayerNorm operands too), or unfused, by any other candidate: its
  * BIAS GEMM into ln->scratch (rounded to bf16), then kern_add_layernorm_cuda into y (and out_f32,
- * out_f16). A plan fixes the shape, the epilogue
- * and the algorithm. kern_linear_cuda then makes no query, allocates nothing, is deterministic
- * and is safe inside CUDA graph capture (the caller passes a preallocated workspace of at least
- * the plan's workspace_bytes). A plan belongs to one thread at a time: kern_linear_cuda sets the
- * bias pointer on its cuBLASLt descriptor (a host-side attribute; a captured graph keeps the
- * value it saw). */
+ * out_f16). A plan fixes the shape, the epilogue and the algorithm. kern_linear_cuda then makes
+ * no query, allocates nothing, is deterministic and is safe inside CUDA graph capture (the caller
+ * passes a preallocated workspace of at least the plan's workspace_bytes). A plan belongs to one
+ * thread at a time: kern_linear_cuda sets the bias pointer on its cuBLASLt descriptor (a
+ * host-side attribute; a captured graph keeps the value it saw). */
 typedef struct kern_linear_plan kern_linear_plan_t;
 
 /* Plan ranks: rank >= 0 is cuBLASLt's heuristic choice number rank (0 = its first choice);
