@@ -120,10 +120,6 @@ static int32_t s_seqs(const com_model_info_t *in, int32_t n) {
     return scale > 1 && n / scale >= 1 ? (int32_t)(n / scale) : n;
 }
 
-/* The GEMM tuning cache (worker/tune_cache.h) through real engines: the first start times
- * every plan and writes the file, the second takes every plan from it and computes the same
- * bits; an entry whose description no longer matches, and junk lines, cost only a re-timing;
- * tune_cache=off times everything. */
 /* The residual stream's range guard: a copy of the test model (the other files linked) with one
  * FFN sublayer end's LayerNorm gamma 4096 everywhere, so an output may reach sqrt(H - 1) 4096
  * (80k at H = 384), past binary16's 65504: the default (auto) falls back to fp32, and asking for
@@ -159,9 +155,10 @@ static void test_residual_range(const char *dir, const char *scratch) {
     }
     CHECK(g && g->dtype == COM_DTYPE_F32);
     if (g && g->dtype == COM_DTYPE_F32) {
+        const size_t at = (size_t)((const char *)g->data - buf); /* the tensor lies inside buf */
         const float v = 4096.0f;
-        for (size_t k = 0; k < g->nbytes / 4; k++) /* the data lives inside buf */
-            memcpy(buf + ((const char *)g->data - buf) + 4 * k, &v, 4);
+        for (size_t k = 0; k < g->nbytes / 4; k++)
+            memcpy(buf + at + 4 * k, &v, 4);
     }
     com_safetensors_destroy(&st);
     snprintf(path, sizeof path, "%s/model.safetensors", model);
@@ -188,6 +185,10 @@ static void test_residual_range(const char *dir, const char *scratch) {
     printf("residual range: auto keeps fp32, f16 refused (%s)\n", err.msg);
 }
 
+/* The GEMM tuning cache (worker/tune_cache.h) through real engines: the first start times
+ * every plan and writes the file, the second takes every plan from it and computes the same
+ * bits; an entry whose description no longer matches, and junk lines, cost only a re-timing;
+ * tune_cache=off times everything. */
 static void test_tune_cache(const char *dir, wrk_engine_t *cpu, const char *cache) {
     char path[700];
     snprintf(path, sizeof path, "%s/tune.txt", cache);

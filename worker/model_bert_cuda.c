@@ -84,8 +84,7 @@ struct wrk_bert_cuda {
     float *h32;
     uint16_t *hb, *r16, *big, *ctx, *tmp;
     void *ws;
-    kern_residual_type_t residual; /* the residual stream: h32, r16 or hb alone */
-    double ln_bound; /* the largest |output| any sublayer end's LayerNorm can produce */
+    kern_residual_type_t residual;     /* the residual stream: h32, r16 or hb alone */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
 
@@ -154,16 +153,18 @@ static double s_max_abs(const float *v, size_t n) {
     return mx;
 }
 
-/* Raises m->ln_bound to a LayerNorm's output bound: with biased variance over H values, each
+/* Raises *ln_bound to a LayerNorm's output bound: with biased variance over H values, each
  * normalised value lies within sqrt(H - 1) of zero, so |y| <= sqrt(H - 1) max|gamma| + max|beta|
  * whatever the input. */
-static void s_ln_bound(wrk_bert_cuda_t *m, double g_max, double b_max) {
-    const double bound = sqrt((double)m->info.hidden_size - 1.0) * g_max + b_max;
-    if (!(bound <= m->ln_bound)) /* NaN too */
-        m->ln_bound = bound;
+static void s_ln_bound(double *ln_bound, int32_t H, double g_max, double b_max) {
+    const double bound = sqrt((double)H - 1.0) * g_max + b_max;
+    if (!(bound <= *ln_bound)) /* NaN too */
+        *ln_bound = bound;
 }
 
-static int s_load(wrk_bert_cuda_t *m, const char *path, com_error_t *err) {
+/* Loads the weights onto the device; *ln_bound: the largest |output| any sublayer end's
+ * LayerNorm can produce (s_ln_bound), which decides the residual stream's type. */
+static int s_load(wrk_bert_cuda_t *m, const char *path, double *ln_bound, com_error_t *err) {
     const com_model_info_t *in = &m->info;
     com_safetensors_t *st = NULL;
     int rc = com_safetensors_open(path, &st, err);
@@ -223,7 +224,7 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, com_error_t *err) {
         LOADL(L->ln1_g, "encoder.layer.%d.attention.output.LayerNorm.weight", 1, H, 0, false);
         double g_max = s_max_abs(buf, (size_t)H);
         LOADL(L->ln1_b, "encoder.layer.%d.attention.output.LayerNorm.bias", 1, H, 0, false);
-        s_ln_bound(m, g_max, s_max_abs(buf, (size_t)H));
+        s_ln_bound(ln_bound, (int32_t)H, g_max, s_max_abs(buf, (size_t)H));
         LOADL(L->w1, "encoder.layer.%d.intermediate.dense.weight", 2, I, H, true);
         LOADL(L->b1, "encoder.layer.%d.intermediate.dense.bias", 1, I, 0, true);
         LOADL(L->w2, "encoder.layer.%d.output.dense.weight", 2, H, I, true);
@@ -231,7 +232,7 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, com_error_t *err) {
         LOADL(L->ln2_g, "encoder.layer.%d.output.LayerNorm.weight", 1, H, 0, false);
         g_max = s_max_abs(buf, (size_t)H);
         LOADL(L->ln2_b, "encoder.layer.%d.output.LayerNorm.bias", 1, H, 0, false);
-        s_ln_bound(m, g_max, s_max_abs(buf, (size_t)H));
+        s_ln_bound(ln_bound, (int32_t)H, g_max, s_max_abs(buf, (size_t)H));
 #undef LOADL
     }
 #undef LOAD
@@ -601,15 +602,16 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         goto err;
     }
     memcpy(m->buckets, buckets, (size_t)n_buckets * sizeof *buckets);
-    if ((rc = s_load(m, weights_path, err)) != 0)
-        goto err;
-    /* auto: f16 when no LayerNorm output can leave its finite range (65504; 65000 leaves a
-     * margin for the fp32 arithmetic's own rounding), else fp32 */
-    const bool f16_fits = m->ln_bound <= 65000.0;
     if (opts->residual < WRK_BERT_RESIDUAL_AUTO || opts->residual > KERN_RESIDUAL_F16) {
         rc = com_error_set(err, COM_EINVAL, "bert cuda: residual type %d", opts->residual);
         goto err;
     }
+    double ln_bound = 0.0;
+    if ((rc = s_load(m, weights_path, &ln_bound, err)) != 0)
+        goto err;
+    /* auto: f16 when no LayerNorm output can leave its finite range (65504; 65000 leaves a
+     * margin for the fp32 arithmetic's own rounding), else fp32 */
+    const bool f16_fits = ln_bound <= 65000.0;
     m->residual = opts->residual != WRK_BERT_RESIDUAL_AUTO ? (kern_residual_type_t)opts->residual
                   : f16_fits                               ? KERN_RESIDUAL_F16
                                                            : KERN_RESIDUAL_F32;
@@ -617,7 +619,7 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         rc = com_error_set(err, COM_EUNSUPPORTED,
                            "bert cuda: residual=f16: a LayerNorm's output may reach %g, beyond "
                            "binary16's range (65504)",
-                           m->ln_bound);
+                           ln_bound);
         goto err;
     }
     const size_t T = (size_t)buckets[n_buckets - 1], H = (size_t)info->hidden_size;
