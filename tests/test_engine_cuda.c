@@ -259,6 +259,94 @@ static void test_tune_cache(const char *dir, wrk_engine_t *cpu, const char *cach
     s_free(&x);
 }
 
+/* Lanes: chunks submitted back to back alternate lanes and run side by side on the GPU, each in
+ * activations of its own. Every result, in flight together (batches over max_batch_tokens split
+ * into chunks that land on different lanes among them), must have the same bits as the one-lane
+ * engine's for the same batch (both take their GEMM plans from the same tuning cache). Then a
+ * large batch on an idle engine: cut into chunks of max_batch_tokens / lanes, so both lanes run
+ * it, right against the CPU. */
+static void test_lanes(const char *dir, const com_model_info_t *in, wrk_engine_t *cpu) {
+    enum { N = 14, kLanes = 3 };
+    com_error_t err = {0};
+    wrk_engine_t *one = NULL, *many = NULL;
+    wrk_engine_opts_t o1 = {"cuda:0,lanes=1", 0, 1024}, o3 = {"cuda:0,lanes=3", 0, 1024};
+    int rc = wrk_engine_new(dir, &o1, &one, &err);
+    CHECK_MSG(rc == 0, "lanes=1: %s", err.msg);
+    rc = rc ? rc : wrk_engine_new(dir, &o3, &many, &err);
+    CHECK_MSG(rc == 0, "lanes=3: %s", err.msg);
+    if (rc != 0) {
+        wrk_engine_destroy(&one);
+        return;
+    }
+    wrk_cuda_stats_t st1, st3;
+    CHECK(wrk_engine_cuda_stats(one, &st1, &err) == 0 &&
+          wrk_engine_cuda_stats(many, &st3, &err) == 0);
+    CHECK_MSG(st1.n_lanes == 1 && st1.n_slots == 3 && st3.n_lanes == kLanes &&
+                  st3.n_slots == 2 * kLanes && st3.device_bytes > st1.device_bytes,
+              "lanes: %d / %d lanes, %d / %d slots, %zu / %zu bytes", (int)st1.n_lanes,
+              (int)st3.n_lanes, (int)st1.n_slots, (int)st3.n_slots, st1.device_bytes,
+              st3.device_bytes);
+    const int32_t max_len = in->max_position_embeddings < 512 ? in->max_position_embeddings : 512;
+    batch_t xs[N];
+    wrk_result_t *r1[N] = {NULL}, *r3[N] = {NULL};
+    for (int i = 0; i < N; i++) /* every fourth over 1024 tokens: two or more chunks */
+        s_make(&xs[i], in, i % 4 == 3 ? 12 : 1 + (int32_t)com_prng_below(&g_rng, 6),
+               i % 4 == 3 ? max_len : 160);
+    for (int i = 0; i < N; i++)
+        CHECK(wrk_engine_submit(many, &xs[i].b, &r3[i], &err) == 0);
+    int32_t differ = 0;
+    for (int i = 0; i < N; i++) {
+        const float *a = s_run(one, &xs[i].b, &r1[i]);
+        const bool ok = r3[i] && wrk_result_wait(r3[i], &err) == 0;
+        CHECK_MSG(ok, "lanes=3 batch %d: %s", i, err.msg);
+        int32_t n = 0, d = 0;
+        const float *b = ok ? wrk_result_embeddings(r3[i], &n, &d) : NULL;
+        if (a && b && n == xs[i].b.n_seqs)
+            differ += memcmp(a, b, (size_t)n * (size_t)d * sizeof *a) != 0;
+        else
+            differ++;
+        wrk_result_destroy(&r1[i]);
+        wrk_result_destroy(&r3[i]);
+        s_free(&xs[i]);
+    }
+    CHECK_MSG(differ == 0, "lanes=3: %d of %d batches differ from lanes=1", (int)differ, N);
+    printf("lanes: %d batches in flight on 3 lanes, bit-identical to one lane: %s\n", N,
+           differ == 0 ? "yes" : "NO");
+    wrk_engine_destroy(&many);
+    wrk_engine_destroy(&one);
+
+    wrk_engine_opts_t o2 = {"cuda:0,lanes=2,tune=off", 0, 16384};
+    rc = wrk_engine_new(dir, &o2, &many, &err);
+    CHECK_MSG(rc == 0, "lanes=2, max 16384: %s", err.msg);
+    if (rc != 0)
+        return;
+    /* sequences of equal length, 9,600 tokens or a little more: chunks of <= 8192 tokens on an
+     * idle engine (max 16384, 2 lanes), so two */
+    const int32_t len = max_len < 400 ? max_len : 400, n = (9600 + len - 1) / len;
+    batch_t x;
+    s_make(&x, in, n, 1);
+    x.b.n_tokens = n * len;
+    for (int32_t q = 0; q <= n; q++)
+        x.cu[q] = q * len;
+    free(x.ids), free(x.types);
+    x.ids = malloc((size_t)x.b.n_tokens * sizeof *x.ids);
+    x.types = calloc((size_t)x.b.n_tokens, sizeof *x.types);
+    for (int32_t t = 0; t < x.b.n_tokens; t++)
+        x.ids[t] = (int32_t)com_prng_below(&g_rng, (uint64_t)in->vocab_size);
+    x.b.token_ids = x.ids, x.b.type_ids = x.types;
+    wrk_cuda_stats_t s0, s1;
+    CHECK(wrk_engine_cuda_stats(many, &s0, &err) == 0);
+    const double w = s_compare(many, cpu, &x.b, "lanes=2, one batch in two parts");
+    CHECK(wrk_engine_cuda_stats(many, &s1, &err) == 0);
+    printf("lanes=2: %d seqs, %d tokens on an idle engine: %lld chunks, worst cosine vs cpu %.7f\n",
+           (int)x.b.n_seqs, (int)x.b.n_tokens, (long long)(s1.gpu_chunks - s0.gpu_chunks), w);
+    CHECK_MSG(s1.gpu_chunks - s0.gpu_chunks == 2,
+              "%d tokens on an idle 2-lane engine ran in %lld chunks, want 2", (int)x.b.n_tokens,
+              (long long)(s1.gpu_chunks - s0.gpu_chunks));
+    s_free(&x);
+    wrk_engine_destroy(&many);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a timeout */
     test_buckets();
@@ -467,11 +555,13 @@ int main(void) {
         }
         wrk_engine_destroy(&gpu);
     }
+    test_lanes(dir, in, cpu);
     wrk_engine_opts_t bad = {"cuda:99", 0, 0};
     CHECK(wrk_engine_new(dir, &bad, &gpu, &err) == COM_EUNSUPPORTED && gpu == NULL);
     static const char *const bad_opts[] = {
         "cuda:0,graphs=sometimes", "cuda:0,tune=maybe", "cuda:0,graphs=all,",
-        "cuda:0,graphs=allx",      "cuda:0,pdl=",       "cuda:0,residual=fp16"};
+        "cuda:0,graphs=allx",      "cuda:0,pdl=",       "cuda:0,residual=fp16",
+        "cuda:0,lanes=0",          "cuda:0,lanes=5",    "cuda:0,lanes="};
     for (size_t i = 0; i < sizeof bad_opts / sizeof *bad_opts; i++) {
         wrk_engine_opts_t bad2 = {bad_opts[i], 0, 0};
         CHECK_MSG(wrk_engine_new(dir, &bad2, &gpu, &err) == COM_EINVAL && gpu == NULL,

@@ -5,23 +5,27 @@
  *
  * Flow of a batch (submitting thread, returns before the GPU runs it):
  *   split at sequence boundaries into chunks of <= max_batch_tokens tokens; per chunk:
- *   take the next staging slot (S_SLOTS mapped pinned input+output buffers, used round robin;
- *   blocks only when all are in flight) -> pack ids / sequence index / type ids / cu_seqlens /
+ *   take the next staging slot (mapped pinned input+output buffers, used round robin; blocks
+ *   only when all are in flight) -> pack ids / sequence index / type ids / cu_seqlens /
  *   counts into its input buffer -> forward pass for the chunk's bucket (wrk_cuda_bucket_tokens)
  *   given the slot's two buffers: its first kernel pulls the input across PCIe into the model's
  *   device input area, its pooling kernel writes the [n_seqs, out_dim] fp32 result straight
  *   into the slot's output buffer (no copy-engine transfers: they cost ~15 us of a batch-1
  *   chunk, docs/benchmarks.md) -> cudaEventRecord(slot event) -> hand the slot to the
- *   completion thread. All on one non-blocking stream, so the single device input area is
- *   safe: batch N+1's copy kernel queues behind batch N's pass while the CPU packs batch N+2.
+ *   completion thread. Lanes (device option lanes=N, default 2): the model keeps N sets of
+ *   activations, each with a non-blocking stream of its own; slot i runs in lane i % N, so
+ *   consecutive chunks alternate lanes and their passes overlap on the GPU (one pass's kernel
+ *   tails fill with the other's work: +6% for MiniLM under sustained load, docs/engine.md). A
+ *   lane's passes run in its stream's order, so its single device input area is safe: chunk
+ *   N+N's copy kernel queues behind chunk N's pass while the CPU packs the next.
  * Device options (after the device, comma-separated): tune=on|off (default on: time the GEMM
  *   candidates per bucket at start, worker/model_bert_cuda.c; off for profilers, which would
  *   otherwise trace thousands of timing launches), pdl=on|off (programmatic dependent launch of
  *   our kernels, kern_pdl_set; default on), residual=auto|f32|f16|bf16 (the residual stream's
  *   type, worker/model_bert_cuda.h; default auto: f16 when the model's LayerNorm weights keep
  *   it in range, else f32), tune_cache=on|off (default on: keep the timed choices in a file,
- *   s_tune_cache_path, so the next start on the same GPU and libraries skips the timing) and
- *   graphs=...:
+ *   s_tune_cache_path, so the next start on the same GPU and libraries skips the timing),
+ *   lanes=1|2|3|4 (above) and graphs=...:
  * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's
  * first chunk runs eagerly, every later one launches its slot's graph of the bucket, captured
  * (cudaStreamBeginCapture in thread-local mode, instantiate) the first time that slot carries it;
@@ -57,8 +61,10 @@
 #include "worker/engine_backend.h"
 #include "worker/model_bert_cuda.h"
 
-#define S_DEFAULT_MAX_TOKENS 16384
-#define S_SLOTS              3
+#define S_DEFAULT_MAX_TOKENS 32768
+#define S_DEFAULT_LANES      2
+#define S_MAX_LANES          4
+#define S_MAX_SLOTS          (2 * S_MAX_LANES)
 
 enum { S_FREE = 0, S_QUEUED };
 
@@ -81,10 +87,11 @@ typedef struct s_cuda {
     int32_t device, max_tokens, graph_mode;
     int32_t n_buckets, *buckets; /* ascending */
     wrk_bert_cuda_t *model;
-    cudaStream_t stream;
+    int32_t n_lanes, n_slots;          /* slot i runs in lane i % n_lanes (see s_create) */
+    cudaStream_t streams[S_MAX_LANES]; /* one per lane: a lane's passes run in order */
     bool *ran;               /* [n_buckets] has run a chunk (lazy: capture from the second on) */
-    cudaGraphExec_t *graphs; /* [n_buckets * S_SLOTS], bucket-major */
-    s_slot_t slots[S_SLOTS];
+    cudaGraphExec_t *graphs; /* [n_buckets * n_slots], bucket-major */
+    s_slot_t slots[S_MAX_SLOTS];
     int32_t next_submit, next_done;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -140,11 +147,16 @@ static int32_t s_bucket_index(const s_cuda_t *e, int32_t T) {
     return lo;
 }
 
-/* Enqueues the forward pass of bucket bi on the slot si's buffers, kernel by kernel (run eagerly
- * or inside a capture). */
+/* The stream of slot si's lane. */
+static cudaStream_t s_stream(const s_cuda_t *e, int32_t si) {
+    return e->streams[si % e->n_lanes];
+}
+
+/* Enqueues the forward pass of bucket bi on the slot si's buffers and lane, kernel by kernel (run
+ * eagerly or inside a capture). */
 static int s_pass(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
-    return wrk_bert_cuda_forward(e->model, bi, e->slots[si].in_dev, e->slots[si].out_dev, e->stream,
-                                 err);
+    return wrk_bert_cuda_forward(e->model, si % e->n_lanes, bi, e->slots[si].in_dev,
+                                 e->slots[si].out_dev, s_stream(e, si), err);
 }
 
 static int s_forward_eager(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
@@ -154,17 +166,17 @@ static int s_forward_eager(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err
 
 static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
     const double t0 = s_now_ms();
-    KERN_CUDA_TRY(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal), err);
+    KERN_CUDA_TRY(cudaStreamBeginCapture(s_stream(e, si), cudaStreamCaptureModeThreadLocal), err);
     int rc = s_pass(e, bi, si, err);
     cudaGraph_t graph = NULL;
-    cudaError_t ce = cudaStreamEndCapture(e->stream, &graph);
+    cudaError_t ce = cudaStreamEndCapture(s_stream(e, si), &graph);
     if (rc != 0) {
         if (graph)
             cudaGraphDestroy(graph);
         return rc;
     }
     KERN_CUDA_TRY(ce, err);
-    ce = cudaGraphInstantiate(&e->graphs[bi * S_SLOTS + si], graph, 0);
+    ce = cudaGraphInstantiate(&e->graphs[bi * e->n_slots + si], graph, 0);
     cudaGraphDestroy(graph);
     KERN_CUDA_TRY(ce, err);
     e->stats.n_graphs++;
@@ -174,14 +186,14 @@ static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
 
 /* The forward pass of bucket bi for the chunk in slot si, by the graph policy. */
 static int s_forward(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
-    cudaGraphExec_t *g = &e->graphs[bi * S_SLOTS + si];
+    cudaGraphExec_t *g = &e->graphs[bi * e->n_slots + si];
     int rc = 0;
     if (e->graph_mode == 2 || (e->graph_mode == 0 && !e->ran[bi])) {
         rc = s_forward_eager(e, bi, si, err);
     } else {
         if (!*g && (rc = s_capture(e, bi, si, err)) != 0)
             return rc;
-        KERN_CUDA_TRY(cudaGraphLaunch(*g, e->stream), err);
+        KERN_CUDA_TRY(cudaGraphLaunch(*g, s_stream(e, si)), err);
         e->stats.graph_launches++;
     }
     e->ran[bi] = true;
@@ -195,11 +207,12 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
     const int32_t T = wrk_cuda_bucket_tokens(n_tokens), bi = s_bucket_index(e, T);
     wrk_bert_cuda_pack(sl->in_host, T, b->token_ids, b->type_ids, b->cu_seqlens + s0, s1 - s0, dim,
                        normalize);
-    KERN_CUDA_TRY(cudaEventRecord(sl->ev0, e->stream), err);
-    int rc = s_forward(e, bi, (int32_t)(sl - e->slots), err);
+    const int32_t si = (int32_t)(sl - e->slots);
+    KERN_CUDA_TRY(cudaEventRecord(sl->ev0, s_stream(e, si)), err);
+    int rc = s_forward(e, bi, si, err);
     if (rc != 0)
         return rc;
-    KERN_CUDA_TRY(cudaEventRecord(sl->ev, e->stream), err);
+    KERN_CUDA_TRY(cudaEventRecord(sl->ev, s_stream(e, si)), err);
     return 0;
 }
 
@@ -256,7 +269,7 @@ static void *s_completion_main(void *arg) {
         }
         sl->state = S_FREE;
         sl->r = NULL;
-        e->next_done = (e->next_done + 1) % S_SLOTS;
+        e->next_done = (e->next_done + 1) % e->n_slots;
         pthread_cond_broadcast(&e->cv);
         pthread_mutex_unlock(&e->mu);
         if (last) {
@@ -287,7 +300,7 @@ static s_slot_t *s_acquire(s_cuda_t *e) {
 static void s_queue(s_cuda_t *e, s_slot_t *sl) {
     pthread_mutex_lock(&e->mu);
     sl->state = S_QUEUED;
-    e->next_submit = (e->next_submit + 1) % S_SLOTS;
+    e->next_submit = (e->next_submit + 1) % e->n_slots;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
 }
@@ -310,12 +323,25 @@ static int s_submit(void *impl, const wrk_batch_t *b, int32_t dim, bool normaliz
         free(r);
         return COM_ENOMEM;
     }
+    /* Chunks of at most max_tokens. On an idle engine, of at most max_tokens / lanes, so that a
+     * large batch keeps every lane busy (MiniLM, 27k tokens on 2 lanes: chunks of <= 16384,
+     * 12.4 M tokens/s against 12.0 in one chunk; equal halves ran in lock-step, their kernel
+     * tails together, and gained less: 12.05). Under load the lanes already overlap consecutive
+     * chunks, and larger chunks run faster (12.9 against 12.6 M with 4 batches in flight). */
+    int32_t limit = e->max_tokens;
+    if (e->n_lanes > 1 && b->n_tokens > e->max_tokens / e->n_lanes) {
+        pthread_mutex_lock(&e->mu);
+        const bool idle = e->slots[e->next_done].state == S_FREE; /* nothing queued */
+        pthread_mutex_unlock(&e->mu);
+        if (idle && e->max_tokens / e->n_lanes >= e->info.max_position_embeddings)
+            limit = e->max_tokens / e->n_lanes;
+    }
     int32_t s0 = 0;
     while (s0 < b->n_seqs) {
         const int32_t base = b->cu_seqlens[s0];
         int32_t s1 = s0;
-        while (s1 < b->n_seqs && b->cu_seqlens[s1 + 1] - base <= e->max_tokens)
-            s1++; /* validated: every sequence fits, so s1 > s0 */
+        while (s1 < b->n_seqs && b->cu_seqlens[s1 + 1] - base <= limit)
+            s1++; /* every sequence fits (validated: <= max_position_embeddings), so s1 > s0 */
         s_slot_t *sl = s_acquire(e);
         sl->r = r;
         sl->seq0 = s0;
@@ -352,16 +378,17 @@ static void s_destroy(void *impl) {
         pthread_join(e->thread, NULL);
     }
     cudaSetDevice(e->device);
-    if (e->stream)
-        cudaStreamSynchronize(e->stream);
+    for (int32_t l = 0; l < S_MAX_LANES; l++)
+        if (e->streams[l])
+            cudaStreamSynchronize(e->streams[l]);
     if (e->graphs)
-        for (int32_t i = 0; i < e->n_buckets * S_SLOTS; i++)
+        for (int32_t i = 0; i < e->n_buckets * e->n_slots; i++)
             if (e->graphs[i])
                 cudaGraphExecDestroy(e->graphs[i]);
     free(e->graphs);
     free(e->ran);
     wrk_bert_cuda_destroy(&e->model);
-    for (int i = 0; i < S_SLOTS; i++) {
+    for (int i = 0; i < S_MAX_SLOTS; i++) {
         if (e->slots[i].in_host)
             cudaFreeHost(e->slots[i].in_host);
         if (e->slots[i].out_host)
@@ -371,8 +398,9 @@ static void s_destroy(void *impl) {
         if (e->slots[i].ev0)
             cudaEventDestroy(e->slots[i].ev0);
     }
-    if (e->stream)
-        cudaStreamDestroy(e->stream);
+    for (int32_t l = 0; l < S_MAX_LANES; l++)
+        if (e->streams[l])
+            cudaStreamDestroy(e->streams[l]);
     free(e->buckets);
     if (e->event_fd >= 0)
         close(e->event_fd);
@@ -390,10 +418,10 @@ static int s_capture_all(s_cuda_t *e, com_error_t *err) {
         wrk_bert_cuda_pack(e->slots[0].in_host, e->buckets[bi], ids, NULL, cu, 1,
                            e->info.embedding_dim, false);
         int rc = s_forward_eager(e, bi, 0, err);
-        for (int32_t si = 0; si < S_SLOTS && rc == 0; si++)
+        for (int32_t si = 0; si < e->n_slots && rc == 0; si++)
             rc = s_capture(e, bi, si, err);
         cudaError_t ce;
-        if (rc == 0 && (ce = cudaStreamSynchronize(e->stream)) != cudaSuccess)
+        if (rc == 0 && (ce = cudaStreamSynchronize(s_stream(e, 0))) != cudaSuccess)
             rc = kern_check_fail(err, "cudaStreamSynchronize(warm-up)", cudaGetErrorName(ce),
                                  cudaGetErrorString(ce), __func__, __FILE__, __LINE__);
         if (rc != 0)
@@ -426,6 +454,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     int rc;
     int32_t max_tokens = opts ? opts->max_batch_tokens : 0;
     int32_t graph_mode = 0, tune = 1, pdl = 1, residual = WRK_BERT_RESIDUAL_AUTO, tune_cache = 1;
+    int32_t lanes = S_DEFAULT_LANES;
     /* options after the device, comma-separated, each one of these words */
     const struct {
         const char *word;
@@ -442,7 +471,11 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  {"residual=f16", &residual, KERN_RESIDUAL_F16},
                  {"residual=bf16", &residual, KERN_RESIDUAL_BF16},
                  {"tune_cache=on", &tune_cache, 1},
-                 {"tune_cache=off", &tune_cache, 0}};
+                 {"tune_cache=off", &tune_cache, 0},
+                 {"lanes=1", &lanes, 1},
+                 {"lanes=2", &lanes, 2},
+                 {"lanes=3", &lanes, 3},
+                 {"lanes=4", &lanes, 4}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
          o = strchr(o + 1, ',')) {
         const char *v = o + 1;
@@ -455,14 +488,16 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
             return com_error_set(err, COM_EINVAL,
                                  "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
                                  "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
-                                 "tune_cache=on|off)",
+                                 "tune_cache=on|off, lanes=1|2|3|4)",
                                  (int)n, v);
         *words[w].var = words[w].value;
     }
     char cache_path[4096];
     const bool cached = tune_cache && s_tune_cache_path(cache_path, sizeof cache_path);
-    const wrk_bert_cuda_opts_t mopts = {
-        .tune = tune != 0, .residual = residual, .tune_cache = cached ? cache_path : NULL};
+    const wrk_bert_cuda_opts_t mopts = {.tune = tune != 0,
+                                        .residual = residual,
+                                        .tune_cache = cached ? cache_path : NULL,
+                                        .lanes = lanes};
     kern_pdl_set(pdl != 0); /* process-wide: one engine per worker process */
     if (max_tokens < 0 || max_tokens > (1 << 20))
         return com_error_set(err, COM_EINVAL, "engine cuda: max_batch_tokens %d", (int)max_tokens);
@@ -485,6 +520,11 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->device = device;
     e->max_tokens = max_tokens;
     e->graph_mode = graph_mode;
+    /* slot i runs in lane i % lanes and chunks take the slots round robin, so consecutive chunks
+     * alternate lanes; 2 slots per lane (one running, one queued behind it), 3 with one lane
+     * (one running, one queued, one being packed) */
+    e->n_lanes = lanes;
+    e->n_slots = lanes == 1 ? 3 : 2 * lanes;
     e->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (e->event_fd < 0) {
         rc = com_error_set(err, COM_EINTERNAL, "engine: eventfd failed");
@@ -507,7 +547,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     for (int32_t T = 64; T <= max_bucket; T = wrk_cuda_bucket_tokens(T + 1))
         e->n_buckets++;
     e->buckets = malloc((size_t)e->n_buckets * sizeof *e->buckets);
-    e->graphs = calloc((size_t)e->n_buckets * S_SLOTS, sizeof *e->graphs);
+    e->graphs = calloc((size_t)e->n_buckets * e->n_slots, sizeof *e->graphs);
     e->ran = calloc((size_t)e->n_buckets, sizeof *e->ran);
     if (!e->buckets || !e->graphs || !e->ran) {
         rc = com_error_set(err, COM_ENOMEM, "engine: out of memory");
@@ -520,10 +560,11 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     if ((rc = wrk_bert_cuda_new(&e->info, path, e->buckets, e->n_buckets, &mopts, &e->model,
                                 err)) != 0)
         goto err;
-    S_CUDA(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
+    for (int32_t l = 0; l < lanes; l++)
+        S_CUDA(cudaStreamCreateWithFlags(&e->streams[l], cudaStreamNonBlocking));
     const size_t in_bytes = wrk_bert_cuda_input_words(max_bucket) * sizeof(int32_t);
     const size_t out_bytes = (size_t)max_bucket * (size_t)e->info.hidden_size * sizeof(float);
-    for (int i = 0; i < S_SLOTS; i++) {
+    for (int i = 0; i < e->n_slots; i++) {
         s_slot_t *sl = &e->slots[i];
         S_CUDA(cudaHostAlloc((void **)&sl->in_host, in_bytes, cudaHostAllocMapped));
         S_CUDA(cudaHostAlloc((void **)&sl->out_host, out_bytes, cudaHostAllocMapped));
@@ -534,12 +575,13 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     }
     e->stats.device = device;
     e->stats.n_buckets = e->n_buckets;
-    e->stats.n_slots = S_SLOTS;
+    e->stats.n_slots = e->n_slots;
+    e->stats.n_lanes = e->n_lanes;
     e->stats.max_bucket = max_bucket;
     e->stats.device_bytes = wrk_bert_cuda_device_bytes(e->model);
     e->stats.residual = wrk_bert_cuda_residual(e->model);
     wrk_bert_cuda_plan_counts(e->model, &e->stats.plans_timed, &e->stats.plans_cached);
-    e->stats.pinned_bytes = S_SLOTS * (in_bytes + out_bytes);
+    e->stats.pinned_bytes = (size_t)e->n_slots * (in_bytes + out_bytes);
     if (graph_mode == 1 && (rc = s_capture_all(e, err)) != 0)
         goto err;
     if (pthread_create(&e->thread, NULL, s_completion_main, e) != 0) {
@@ -553,10 +595,10 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         const char *name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "?";
         static const char *const res_name[] = {"f32", "bf16", "f16"};
         COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), bf16, %s residual, %d "
-                 "buckets up to %d tokens, graphs %s%s, %.1f MiB device memory",
+                 "buckets up to %d tokens, %d lanes, graphs %s%s, %.1f MiB device memory",
                  (int)device, name, model_dir, e->info.architecture, (int)e->info.num_layers,
                  (int)e->info.hidden_size, res_name[e->stats.residual], (int)e->n_buckets,
-                 (int)max_bucket,
+                 (int)max_bucket, (int)e->n_lanes,
                  graph_mode == 0   ? "lazy"
                  : graph_mode == 1 ? "captured at start"
                                    : "off",

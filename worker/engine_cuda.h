@@ -15,25 +15,28 @@
  *   n >  1024: the next multiple of 256     (1280, 1536, ...)
  * Fine steps where batches are latency-bound (padding costs launch-bound time there), coarse
  * ones where they are compute-bound (padding costs <= 256 / n). The engine's buckets are every
- * value of this rule up to wrk_cuda_bucket_tokens(max_batch_tokens): 76 for 16384. */
+ * value of this rule up to wrk_cuda_bucket_tokens(max_batch_tokens): 76 for 16384, 140 for 32768.
+ */
 int32_t wrk_cuda_bucket_tokens(int32_t n_tokens);
 
 typedef struct wrk_cuda_stats {
     int32_t device;         /* CUDA device index */
     int32_t n_buckets;      /* buckets planned */
     int32_t max_bucket;     /* largest bucket (tokens) */
-    int32_t n_slots;        /* staging slots (batches in flight) */
+    int32_t n_slots;        /* staging slots (chunks in flight) */
+    int32_t n_lanes;        /* activation sets: chunks whose passes may run side by side */
     int32_t n_graphs;       /* CUDA graphs captured so far (at most one per bucket and slot) */
     double capture_ms;      /* total time spent capturing + instantiating them */
     int64_t eager_runs;     /* forward passes launched kernel by kernel */
     int64_t graph_launches; /* forward passes launched as a graph */
-    size_t device_bytes;    /* weights + activations + cuBLASLt workspace */
+    size_t device_bytes;    /* weights + lanes x (activations + cuBLASLt workspace) */
     int32_t residual;       /* the residual stream's kern_residual_type_t (0 f32, 1 bf16, 2 f16) */
     size_t pinned_bytes;    /* host staging (input + output slots) */
     /* GEMM plans (buckets x 4) whose algorithm was timed at start / taken from the tuning cache */
     int32_t plans_timed, plans_cached;
     /* GPU time of each chunk's forward pass, input copy kernel to pooling (CUDA events;
-     * written by the completion thread) */
+     * written by the completion thread; with several lanes chunks may overlap, so the sum can
+     * exceed the wall time) */
     int64_t gpu_chunks;
     double gpu_ms_last, gpu_ms_total;
 } wrk_cuda_stats_t;

@@ -5,7 +5,8 @@
  * shape, converted through fp32 to bf16 on the host (round to nearest even) and copied once;
  * Q, K, V concatenated into Wqkv [3H, H] / bqkv [3H]. LayerNorm gamma/beta stay fp32.
  *
- * Activations (T = the largest bucket, H hidden, I intermediate), all planned here, zeroed once:
+ * Activations per lane (T = the largest bucket, H hidden, I intermediate), all planned here,
+ * zeroed once; the tuner times in lane 0's:
  *   in     int32 [4 + 4T + 1]   the input area (wrk_bert_cuda_input_words)
  *   h32    fp32  [T, H]         residual stream (LayerNorm outputs, kept in fp32); with an
  *                               f16 or bf16 stream only the embedding's and the last
@@ -69,6 +70,15 @@ typedef struct s_layer {
     float *ln2_g, *ln2_b;
 } s_layer_t;
 
+/* One lane's activations (the header comment's list): a forward pass reads and writes only its
+ * lane's, so passes on different lanes (and streams) may run at the same time. */
+typedef struct s_acts {
+    int32_t *in;
+    float *h32;
+    uint16_t *hb, *r16, *big, *ctx, *tmp;
+    void *ws;
+} s_acts_t;
+
 struct wrk_bert_cuda {
     com_model_info_t info;
     int32_t n_buckets;
@@ -80,10 +90,8 @@ struct wrk_bert_cuda {
     s_layer_t *layers;
     void **allocs; /* every cudaMalloc, for destroy */
     size_t n_allocs, cap_allocs, bytes;
-    int32_t *in;
-    float *h32;
-    uint16_t *hb, *r16, *big, *ctx, *tmp;
-    void *ws;
+    int32_t n_lanes;
+    s_acts_t *lanes;                   /* [n_lanes]; the tuner uses lane 0 */
     kern_residual_type_t residual;     /* the residual stream: h32, r16 or hb alone */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
@@ -283,16 +291,18 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p) {
         cudaFree(m->allocs[i]);
     free(m->allocs);
     free(m->layers);
+    free(m->lanes);
     free(m->buckets);
     free(m);
     *self_p = NULL;
 }
 
-/* Sets every activation byte to byte (cudaMemset), synchronously. */
-static int s_fill_activations(wrk_bert_cuda_t *m, int byte, com_error_t *err) {
+/* Sets every activation byte of lane a to byte (cudaMemset), synchronously. */
+static int s_fill_activations(const wrk_bert_cuda_t *m, const s_acts_t *a, int byte,
+                              com_error_t *err) {
     const size_t T = (size_t)m->buckets[m->n_buckets - 1], H = (size_t)m->info.hidden_size;
     const size_t I = (size_t)m->info.intermediate_size, wide = 3 * H > I ? 3 * H : I;
-    void *const bufs[] = {m->in, m->h32, m->hb, m->r16, m->big, m->ctx, m->tmp};
+    void *const bufs[] = {a->in, a->h32, a->hb, a->r16, a->big, a->ctx, a->tmp};
     const size_t sizes[] = {wrk_bert_cuda_input_words((int32_t)T) * 4,
                             T * H * 4,
                             T * H * 2,
@@ -327,13 +337,13 @@ static void s_fingerprint(char *out, size_t cap) {
             *c = ' ';
 }
 
-/* Replays a graph of bucket bi's forward pass on stream st: the best of 3 trials of 20 replays,
- * in ms per pass, into *ms. The input area must hold a valid batch. */
+/* Replays a graph of bucket bi's forward pass (lane 0) on stream st: the best of 3 trials of 20
+ * replays, in ms per pass, into *ms. The input area must hold a valid batch. */
 static int s_time_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t st, cudaEvent_t e0,
                           cudaEvent_t e1, float *ms, com_error_t *err) {
     enum { kWarm = 3, kReps = 20, kTrials = 3 };
     KERN_CUDA_TRY(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), err);
-    int rc = wrk_bert_cuda_forward(m, bi, NULL, NULL, st, err);
+    int rc = wrk_bert_cuda_forward(m, 0, bi, NULL, NULL, st, err);
     cudaGraph_t graph = NULL;
     cudaError_t ce = cudaStreamEndCapture(st, &graph);
     if (rc != 0) {
@@ -379,24 +389,25 @@ static const kern_linear_epilogue_t s_epi[S_N_GEMM] = {[S_QKV] = KERN_LINEAR_BIA
  * residual; r16 and hb with f16 (the first sublayer end reads h32, which the embedding's
  * LayerNorm wrote); hb alone with bf16. f32_too (the last layer's FFN): h32 as well, which the
  * pooling reads. tmp is the GEMM's output when the LayerNorm runs as a kernel of its own. */
-static kern_linear_ln_t s_sublayer_end(const wrk_bert_cuda_t *m, const s_layer_t *L, bool ffn,
-                                       const int32_t *n_rows, bool first, bool f32_too) {
+static kern_linear_ln_t s_sublayer_end(const wrk_bert_cuda_t *m, const s_acts_t *a,
+                                       const s_layer_t *L, bool ffn, const int32_t *n_rows,
+                                       bool first, bool f32_too) {
     const kern_residual_type_t rt = m->residual;
     kern_linear_ln_t ln = {.gamma = ffn ? L->ln2_g : L->ln1_g,
                            .beta = ffn ? L->ln2_b : L->ln1_b,
                            .eps = m->info.layer_norm_eps,
                            .n_rows = n_rows,
-                           .scratch = m->tmp};
+                           .scratch = a->tmp};
     if (rt == KERN_RESIDUAL_F32 || (rt == KERN_RESIDUAL_F16 && first))
-        ln.residual = m->h32;
+        ln.residual = a->h32;
     else if (rt == KERN_RESIDUAL_F16)
-        ln.residual_f16 = m->r16;
+        ln.residual_f16 = a->r16;
     else
-        ln.residual_bf16 = m->hb;
+        ln.residual_bf16 = a->hb;
     if (rt == KERN_RESIDUAL_F32 || f32_too)
-        ln.out_f32 = m->h32;
+        ln.out_f32 = a->h32;
     if (rt == KERN_RESIDUAL_F16 && !f32_too)
-        ln.out_f16 = m->r16;
+        ln.out_f16 = a->r16;
     return ln;
 }
 
@@ -435,7 +446,7 @@ static int s_refine_in_context(wrk_bert_cuda_t *m, int32_t b, int32_t *refined, 
     for (int32_t s = 0; s <= n_seqs; s++)
         cu[s] = s * 128 < T ? s * 128 : T;
     wrk_bert_cuda_pack(host, T, ids, NULL, cu, n_seqs, H, false);
-    cudaError_t ce = cudaMemcpy(m->in, host, words * sizeof *host, cudaMemcpyHostToDevice);
+    cudaError_t ce = cudaMemcpy(m->lanes[0].in, host, words * sizeof *host, cudaMemcpyHostToDevice);
     /* from pageable memory cudaMemcpy may return before its DMA has landed, and the timing
      * below runs on a non-blocking stream, which does not wait for the legacy stream: without
      * this the first graph could read the previous bucket's input area (whose layout differs)
@@ -503,23 +514,24 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
     /* bf16 0x3c3c and fp32 0x3c3c3c3c are both 0.0115, f16 0x3c3c 1.06: finite inputs and
      * residuals. The LayerNorm plans then renormalise the residual stream in place on every
      * timed run, which keeps it finite (LayerNorm output is bounded by gamma and beta). */
-    int rc = s_fill_activations(m, 0x3c, err);
+    const s_acts_t *a = &m->lanes[0];
+    int rc = s_fill_activations(m, a, 0x3c, err);
     const s_layer_t *L = &m->layers[0];
     int32_t changed = 0, timed = 0, refined = 0;
     for (int32_t b = 0; b < m->n_buckets && rc == 0; b++) {
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
         /* as the forward pass has them, but n_rows NULL (every row: a full bucket; the input
          * area holds the last in-context batch, whose token count may be smaller) */
-        const kern_linear_ln_t ln1 = s_sublayer_end(m, L, false, NULL, false, false),
-                               ln2 = s_sublayer_end(m, L, true, NULL, false, false);
+        const kern_linear_ln_t ln1 = s_sublayer_end(m, a, L, false, NULL, false, false),
+                               ln2 = s_sublayer_end(m, a, L, true, NULL, false, false);
         struct {
             uint16_t *y;
             const uint16_t *x, *w, *bias;
             const kern_linear_ln_t *ln;
-        } g[S_N_GEMM] = {[S_QKV] = {m->big, m->hb, L->wqkv, L->bqkv, NULL},
-                         [S_OUT] = {m->hb, m->ctx, L->wo, L->bo, &ln1},
-                         [S_FF1] = {m->big, m->hb, L->w1, L->b1, NULL},
-                         [S_FF2] = {m->hb, m->big, L->w2, L->b2, &ln2}};
+        } g[S_N_GEMM] = {[S_QKV] = {a->big, a->hb, L->wqkv, L->bqkv, NULL},
+                         [S_OUT] = {a->hb, a->ctx, L->wo, L->bo, &ln1},
+                         [S_FF1] = {a->big, a->hb, L->w1, L->b1, NULL},
+                         [S_FF2] = {a->hb, a->big, L->w2, L->b2, &ln2}};
         char key[S_N_GEMM][64];
         int32_t timed_here = 0;
         for (int i = 0; i < S_N_GEMM && rc == 0; i++) {
@@ -531,7 +543,7 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
                 strcmp(kern_linear_plan_describe(p[i]), kept) == 0)
                 continue;
             rc = kern_linear_plan_tune(m->lt, p[i], g[i].y, g[i].x, g[i].w, g[i].bias, g[i].ln,
-                                       m->ws, S_WORKSPACE_BYTES, NULL, &chosen, err);
+                                       a->ws, S_WORKSPACE_BYTES, NULL, &chosen, err);
             timed_here++;
         }
         /* cached choices were refined when they were saved */
@@ -550,7 +562,7 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
                       kern_linear_plan_describe(p[S_FF1]), kern_linear_plan_describe(p[S_FF2]));
     }
     if (rc == 0)
-        rc = s_fill_activations(m, 0, err);
+        rc = s_fill_activations(m, a, 0, err);
     com_error_t e = {0};
     if (rc == 0 && cache && wrk_tune_cache_save(cache, &e) != 0)
         COM_WARN("bert cuda: tuning cache: %s (the next start times the GEMMs again)", e.msg);
@@ -597,7 +609,9 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     m->buckets = malloc((size_t)n_buckets * sizeof *m->buckets);
     m->plans = calloc((size_t)n_buckets * S_N_GEMM, sizeof *m->plans);
     m->layers = calloc((size_t)info->num_layers, sizeof *m->layers);
-    if (!m->buckets || !m->plans || !m->layers) {
+    m->n_lanes = opts->lanes > 0 ? opts->lanes : 1;
+    m->lanes = calloc((size_t)m->n_lanes, sizeof *m->lanes);
+    if (!m->buckets || !m->plans || !m->layers || !m->lanes) {
         rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
         goto err;
     }
@@ -624,19 +638,22 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     }
     const size_t T = (size_t)buckets[n_buckets - 1], H = (size_t)info->hidden_size;
     const size_t I = (size_t)info->intermediate_size, wide = 3 * H > I ? 3 * H : I;
-    if ((rc = s_dalloc(m, wrk_bert_cuda_input_words((int32_t)T) * 4, (void **)&m->in, err)) ||
-        (rc = s_dalloc(m, T * H * 4, (void **)&m->h32, err)) ||
-        (rc = s_dalloc(m, T * H * 2, (void **)&m->hb, err)) ||
-        (m->residual == KERN_RESIDUAL_F16 &&
-         (rc = s_dalloc(m, T * H * 2, (void **)&m->r16, err))) ||
-        (rc = s_dalloc(m, T * wide * 2, (void **)&m->big, err)) ||
-        (rc = s_dalloc(m, T * H * 2, (void **)&m->ctx, err)) ||
-        (rc = s_dalloc(m, T * H * 2, (void **)&m->tmp, err)) ||
-        (rc = s_dalloc(m, S_WORKSPACE_BYTES, &m->ws, err)))
-        goto err;
-    /* zero the activations once: padding rows are then finite from the first batch on */
-    if ((rc = s_fill_activations(m, 0, err)) != 0)
-        goto err;
+    for (int32_t l = 0; l < m->n_lanes; l++) {
+        s_acts_t *a = &m->lanes[l];
+        if ((rc = s_dalloc(m, wrk_bert_cuda_input_words((int32_t)T) * 4, (void **)&a->in, err)) ||
+            (rc = s_dalloc(m, T * H * 4, (void **)&a->h32, err)) ||
+            (rc = s_dalloc(m, T * H * 2, (void **)&a->hb, err)) ||
+            (m->residual == KERN_RESIDUAL_F16 &&
+             (rc = s_dalloc(m, T * H * 2, (void **)&a->r16, err))) ||
+            (rc = s_dalloc(m, T * wide * 2, (void **)&a->big, err)) ||
+            (rc = s_dalloc(m, T * H * 2, (void **)&a->ctx, err)) ||
+            (rc = s_dalloc(m, T * H * 2, (void **)&a->tmp, err)) ||
+            (rc = s_dalloc(m, S_WORKSPACE_BYTES, &a->ws, err)))
+            goto err;
+        /* zeroed once: padding rows are then finite from the first batch on */
+        if ((rc = s_fill_activations(m, a, 0, err)) != 0)
+            goto err;
+    }
     {
         cublasStatus_t st = cublasLtCreate(&m->lt);
         if (st != CUBLAS_STATUS_SUCCESS) {
@@ -681,14 +698,16 @@ size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m) {
     return m->bytes;
 }
 
-int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, const int32_t *in_src, float *out,
-                          cudaStream_t stream, com_error_t *err) {
-    if (bi < 0 || bi >= m->n_buckets)
-        return com_error_set(err, COM_EINVAL, "bert cuda forward: bucket index %d", (int)bi);
+int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const int32_t *in_src,
+                          float *out, cudaStream_t stream, com_error_t *err) {
+    if (bi < 0 || bi >= m->n_buckets || lane < 0 || lane >= m->n_lanes)
+        return com_error_set(err, COM_EINVAL, "bert cuda forward: bucket index %d, lane %d",
+                             (int)bi, (int)lane);
+    const s_acts_t *a = &m->lanes[lane];
     const com_model_info_t *in = &m->info;
     const int32_t T = m->buckets[bi], H = in->hidden_size;
     const float eps = in->layer_norm_eps;
-    const int32_t *meta = m->in, *ids = m->in + 4, *seq = ids + T, *types = seq + T,
+    const int32_t *meta = a->in, *ids = a->in + 4, *seq = ids + T, *types = seq + T,
                   *cu = types + T;
     const int32_t *n_seqs = meta, *n_tokens = meta + 1, *out_dim = meta + 2, *norm = meta + 3;
     kern_linear_plan_t *const *p = m->plans + (size_t)bi * S_N_GEMM;
@@ -702,26 +721,26 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, const int32_t *in_src,
     } while (0)
     const bool bf16_stream = m->residual == KERN_RESIDUAL_BF16; /* hb is the residual stream */
     if (in_src)
-        S_TRY(kern_copy_cuda(m->in, in_src, wrk_bert_cuda_input_words(T) * sizeof(int32_t), stream,
+        S_TRY(kern_copy_cuda(a->in, in_src, wrk_bert_cuda_input_words(T) * sizeof(int32_t), stream,
                              err));
-    S_TRY(kern_embed_layernorm_cuda(bf16_stream ? NULL : m->h32, m->hb, ids, types, seq, cu,
+    S_TRY(kern_embed_layernorm_cuda(bf16_stream ? NULL : a->h32, a->hb, ids, types, seq, cu,
                                     n_tokens, T, m->word, m->pos, m->type, m->emb_g, m->emb_b, H,
                                     eps, stream, err));
     for (int32_t l = 0; l < in->num_layers; l++) {
         const s_layer_t *L = &m->layers[l];
         const bool last = l == in->num_layers - 1; /* the pooling reads h32 */
         /* hb (and h32) = LN(GEMM + b + residual); rows >= n_tokens untouched */
-        const kern_linear_ln_t ln1 = s_sublayer_end(m, L, false, n_tokens, l == 0, false),
-                               ln2 = s_sublayer_end(m, L, true, n_tokens, false, last);
-        S_TRY(kern_linear_cuda(m->lt, p[S_QKV], m->big, m->hb, L->wqkv, L->bqkv, NULL, m->ws,
+        const kern_linear_ln_t ln1 = s_sublayer_end(m, a, L, false, n_tokens, l == 0, false),
+                               ln2 = s_sublayer_end(m, a, L, true, n_tokens, false, last);
+        S_TRY(kern_linear_cuda(m->lt, p[S_QKV], a->big, a->hb, L->wqkv, L->bqkv, NULL, a->ws,
                                S_WORKSPACE_BYTES, stream, err));
-        S_TRY(kern_attention_cuda(&ap, m->ctx, H, m->big, 3 * H, m->big + H, 3 * H, m->big + 2 * H,
+        S_TRY(kern_attention_cuda(&ap, a->ctx, H, a->big, 3 * H, a->big + H, 3 * H, a->big + 2 * H,
                                   3 * H, cu, seq, n_tokens, T, stream, err));
-        S_TRY(kern_linear_cuda(m->lt, p[S_OUT], m->hb, m->ctx, L->wo, L->bo, &ln1, m->ws,
+        S_TRY(kern_linear_cuda(m->lt, p[S_OUT], a->hb, a->ctx, L->wo, L->bo, &ln1, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
-        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], m->big, m->hb, L->w1, L->b1, NULL, m->ws,
+        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], a->big, a->hb, L->w1, L->b1, NULL, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + GELU */
-        S_TRY(kern_linear_cuda(m->lt, p[S_FF2], m->hb, m->big, L->w2, L->b2, &ln2, m->ws,
+        S_TRY(kern_linear_cuda(m->lt, p[S_FF2], a->hb, a->big, L->w2, L->b2, &ln2, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
     }
     const kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
@@ -729,7 +748,7 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bi, const int32_t *in_src,
                                                                  : KERN_POOL_MEAN;
     /* no destination (the tuner's timing runs): big, free again once the last FFN is done, holds
      * the [n_seqs, H] fp32 result (it has T x max(3H, I) bf16 >= T x H fp32) */
-    S_TRY(kern_pool_cuda(out ? out : (float *)m->big, m->h32, cu, n_seqs, out_dim, norm, T, H, mode,
+    S_TRY(kern_pool_cuda(out ? out : (float *)a->big, a->h32, cu, n_seqs, out_dim, norm, T, H, mode,
                          stream, err));
 #undef S_TRY
     return 0;

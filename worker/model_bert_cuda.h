@@ -8,6 +8,10 @@
  * pass's first kernel copies it in), so the kernels read counts and boundaries from device
  * memory and one CUDA graph per bucket serves any mix of sequences.
  *
+ * Lanes: the activations (and the cuBLASLt workspace) exist once per lane, the weights and GEMM
+ * plans once; passes on different lanes, enqueued on different streams, may run on the GPU at
+ * the same time (one pass's kernel tails then fill with the other's work).
+ *
  * Thread-safety: a model is used by one thread at a time (the engine's submitting thread); the
  * forward pass enqueues on the stream it is given and returns before the GPU runs it. */
 #ifndef EMBER_WORKER_MODEL_BERT_CUDA_H
@@ -49,6 +53,7 @@ typedef struct wrk_bert_cuda_opts {
     bool tune;              /* time every GEMM candidate per bucket at start, keep the fastest */
     int residual;           /* kern_residual_type_t or WRK_BERT_RESIDUAL_AUTO */
     const char *tune_cache; /* with tune: file of earlier choices (worker/tune_cache.h), or NULL */
+    int lanes;              /* activation sets (0 = 1): passes that may run side by side */
 } wrk_bert_cuda_opts_t;
 
 /* Loads weights_path onto the current CUDA device (bf16, Q/K/V fused, LayerNorm parameters
@@ -63,21 +68,22 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
                       wrk_bert_cuda_t **out, com_error_t *err);
 void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p);
 
-size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m); /* weights + activations + ws */
+size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m); /* weights + lanes x (acts + ws) */
 int wrk_bert_cuda_residual(const wrk_bert_cuda_t *m);        /* the kern_residual_type_t chosen */
 /* GEMM plans whose algorithm start-up timed, and those taken from the tuning cache. */
 void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached);
 
-/* Enqueues the whole forward pass for bucket buckets[bucket_index] on stream (capturable: no
- * allocation, no synchronisation, no host reads of device data). in: the batch's input area
- * (wrk_bert_cuda_pack, wrk_bert_cuda_input_words(bucket) words, 16-byte aligned), a device
- * address, typically of mapped pinned host memory: the first kernel copies it into the model's
- * device input area, so no copy-engine transfer is needed; NULL = the device area already holds
- * it. out: where the pooled [n_seqs, out_dim] fp32 result goes (16-byte aligned device address,
- * e.g. mapped host memory, which the pooling kernel then writes across PCIe); NULL = an internal
- * device buffer. A CUDA graph of the pass bakes both addresses. Returns 0 or COM_EINTERNAL /
- * COM_EINVAL with err. */
-int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t bucket_index, const int32_t *in, float *out,
-                          struct CUstream_st *stream, com_error_t *err);
+/* Enqueues the whole forward pass for bucket buckets[bucket_index] on stream, in lane's
+ * activations (0 <= lane < opts.lanes; a lane's passes must be ordered, e.g. by one stream per
+ * lane), capturable: no allocation, no synchronisation, no host reads of device data. in: the
+ * batch's input area (wrk_bert_cuda_pack, wrk_bert_cuda_input_words(bucket) words, 16-byte
+ * aligned), a device address, typically of mapped pinned host memory: the first kernel copies it
+ * into the model's device input area, so no copy-engine transfer is needed; NULL = the device area
+ * already holds it. out: where the pooled [n_seqs, out_dim] fp32 result goes (16-byte aligned
+ * device address, e.g. mapped host memory, which the pooling kernel then writes across PCIe); NULL
+ * = an internal device buffer. A CUDA graph of the pass bakes both addresses. Returns 0 or
+ * COM_EINTERNAL / COM_EINVAL with err. */
+int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bucket_index, const int32_t *in,
+                          float *out, struct CUstream_st *stream, com_error_t *err);
 
 #endif
