@@ -9,3 +9,8 @@ if(TARGET ember_engine)
     ember_add_test(NAME tune_cache SOURCES test_tune_cache.c LIBS ember_engine ember_common
                    TIMEOUT 60)
 endif()
+if(TARGET ember_engine)
+    # worker/bert_range.c: provable activation bounds against the reference kernels' values
+    ember_add_test(NAME bert_range SOURCES test_bert_range.c LIBS ember_engine ember_common
+                   TIMEOUT 60)
+endif()

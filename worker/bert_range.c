@@ -1,0 +1,98 @@
+/* worker/bert_range.c — provable activation bounds of a post-LN BERT (see bert_range.h). */
+#include "worker/bert_range.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* raises the running maximum; NaN counts as infinite (such a model must fail the check: the
+ * loops below turn a NaN term into INFINITY, which no later maximum can hide) */
+static double s_note(wrk_bert_range_t *r, double bound) {
+    if (isnan(bound))
+        bound = INFINITY;
+    if (bound > r->worst)
+        r->worst = bound;
+    return bound;
+}
+
+int wrk_bert_range_init(wrk_bert_range_t *r, int32_t hidden, com_error_t *err) {
+    memset(r, 0, sizeof *r);
+    if (hidden < 2)
+        return com_error_set(err, COM_EINVAL, "bert range: hidden %d", (int)hidden);
+    r->hidden = hidden;
+    r->gamma = calloc((size_t)hidden, sizeof *r->gamma);
+    r->beta = calloc((size_t)hidden, sizeof *r->beta);
+    if (!r->gamma || !r->beta) {
+        wrk_bert_range_fini(r);
+        return com_error_set(err, COM_ENOMEM, "bert range: out of memory");
+    }
+    return 0;
+}
+
+void wrk_bert_range_fini(wrk_bert_range_t *r) {
+    free(r->gamma), free(r->beta);
+    r->gamma = r->beta = NULL;
+}
+
+double wrk_bert_range_values(wrk_bert_range_t *r, const float *v, size_t n) {
+    double mx = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double a = fabs((double)v[i]);
+        if (isnan(a))
+            return s_note(r, INFINITY);
+        mx = a > mx ? a : mx;
+    }
+    return s_note(r, mx);
+}
+
+double wrk_bert_range_layernorm(wrk_bert_range_t *r, const float *gamma, const float *beta) {
+    const int32_t H = r->hidden;
+    memcpy(r->gamma, gamma, (size_t)H * sizeof *gamma);
+    memcpy(r->beta, beta, (size_t)H * sizeof *beta);
+    const double s = sqrt((double)H - 1.0);
+    double mx = 0.0;
+    for (int32_t i = 0; i < H; i++) {
+        const double y = s * fabs((double)gamma[i]) + fabs((double)beta[i]);
+        mx = isnan(y) ? INFINITY : y > mx ? y : mx;
+    }
+    r->ln_max = mx > r->ln_max ? mx : r->ln_max;
+    return s_note(r, mx);
+}
+
+double wrk_bert_range_after_ln(wrk_bert_range_t *r, const float *w, const float *c, int32_t row0,
+                               int32_t row1) {
+    const int32_t H = r->hidden;
+    const double s = sqrt((double)H);
+    double mx = 0.0;
+    for (int32_t j = row0; j < row1; j++) {
+        const float *wj = w + (size_t)j * (size_t)H;
+        double sq = 0.0, dot = (double)c[j];
+        for (int32_t i = 0; i < H; i++) {
+            const double a = (double)wj[i] * (double)r->gamma[i];
+            sq += a * a;
+            dot += (double)wj[i] * (double)r->beta[i];
+        }
+        const double y = s * sqrt(sq) + fabs(dot);
+        mx = isnan(y) ? INFINITY : y > mx ? y : mx;
+    }
+    return s_note(r, mx);
+}
+
+double wrk_bert_range_after_bound(wrk_bert_range_t *r, const float *w, const float *c, int32_t out,
+                                  int32_t in, double x) {
+    double mx = 0.0;
+    for (int32_t j = 0; j < out; j++) {
+        const float *wj = w + (size_t)j * (size_t)in;
+        double l1 = 0.0;
+        for (int32_t i = 0; i < in; i++)
+            l1 += fabs((double)wj[i]);
+        const double y = x * l1 + fabs((double)c[j]);
+        mx = isnan(y) ? INFINITY : y > mx ? y : mx;
+    }
+    return s_note(r, mx);
+}
+
+double wrk_bert_range_gelu(wrk_bert_range_t *r, double z) {
+    /* GELU's minimum is -0.1700 (at z = -0.7518); above it GELU(z) <= max(z, 0) */
+    return s_note(r, z > 0.17 || isnan(z) ? z : 0.17);
+}
