@@ -4,22 +4,26 @@
  * (8 sequences of 512) and 16384 tokens (ragged sequences of 32..512). CUDA events around REPS
  * launches of one kernel, median of 15 such samples, on seeded random data; prints a table (us per
  * launch, and GB/s or TFLOP/s) and writes JSON. Usage: bench_kernels_cuda OUT.json [REPS]. One
- * stream, one thread. bench_kernels_cuda gemms OUT.json: every GEMM candidate (cuBLASLt's first
- * choice and each of our configurations that can run the shape) at the engine's four GEMMs of both
- * shapes and 128 to 16,384 tokens, plus the output and FFN-down GEMMs with the bias + residual +
- * LayerNorm epilogue the engine runs ("out+ln", "ffn2+ln", fp32 residual: cuBLASLt and our unfused
- * configurations as GEMM + LayerNorm kernel, our fused ones as one kernel), each timed as a CUDA
- * graph of back-to-back launches (what the engine's graphs run, programmatic edges included), so
- * the host's launch rate does not decide. Optional after OUT.json: the token counts to run
- * (e.g. 128,4096; default all), "pdl=off" (ordinary launches, for A/B), and filters for a
- * profiler run of a few kernels: model=minilm|bert-base, gemm=qkv|out|ffn1+gelu|ffn2|out+ln|
- * ffn2+ln, match=SUBSTRING (of the candidate's description, e.g. "128x128 s4 pingpong"). */
+ * stream, one thread. The attention kernels run in bf16 and in binary16 ("attention mma f16",
+ * "attention wgmma f16"), the other kernels in bf16. bench_kernels_cuda gemms OUT.json: every GEMM
+ * candidate (cuBLASLt's first choice and each of our configurations that can run the shape) at the
+ * engine's four GEMMs of both shapes and 128 to 16,384 tokens, plus the output and FFN-down GEMMs
+ * with the bias + residual + LayerNorm epilogue the engine runs ("out+ln", "ffn2+ln", fp32
+ * residual: cuBLASLt and our unfused configurations as GEMM + LayerNorm kernel, our fused ones as
+ * one kernel), each timed as a CUDA graph of back-to-back launches (what the engine's graphs run,
+ * programmatic edges included), so the host's launch rate does not decide. Optional after OUT.json:
+ * the token counts to run (e.g. 128,4096; default all), "pdl=off" (ordinary launches, for A/B), and
+ * filters for a profiler run of a few kernels: model=minilm|bert-base,
+ * gemm=qkv|out|ffn1+gelu|ffn2|out+ln|ffn2+ln, match=SUBSTRING (of the candidate's description, e.g.
+ * "128x128 s4 pingpong"), and "dtype=f16" (the same candidates with binary16 operands; default
+ * bf16). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #ifdef EMBER_HAVE_CUDA
+#include "common/half.h"
 #include "common/prng.h"
 #include "kernels/add_layernorm.h"
 #include "kernels/attention.h"
@@ -42,15 +46,22 @@ static int s_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
-    uint16_t *h = malloc(n_bf16 * 2);
-    for (size_t i = 0; i < n_bf16; i++)
-        h[i] = kern_bf16_from_f32(com_prng_uniform(rng, -1, 1));
+/* n random values in [-1, 1] of the 16-bit type dtype on the device */
+static void *s_rand_dev16(size_t n, com_prng_t *rng, kern_dtype_t dtype) {
+    uint16_t *h = malloc(n * 2);
+    for (size_t i = 0; i < n; i++) {
+        const float v = com_prng_uniform(rng, -1, 1);
+        h[i] = dtype == KERN_DTYPE_F16 ? com_half_from_f32(v) : kern_bf16_from_f32(v);
+    }
     void *d = NULL;
-    KERN_CUDA_FATAL(cudaMalloc(&d, n_bf16 * 2 + 16));
-    KERN_CUDA_FATAL(cudaMemcpy(d, h, n_bf16 * 2, cudaMemcpyHostToDevice));
+    KERN_CUDA_FATAL(cudaMalloc(&d, n * 2 + 16));
+    KERN_CUDA_FATAL(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
     free(h);
     return d;
+}
+
+static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
+    return s_rand_dev16(n_bf16, rng, KERN_DTYPE_BF16);
 }
 
 #define S_TIME(label, work, unit_, launch)                                                         \
@@ -130,9 +141,10 @@ static bool s_in_list(const char *list, int32_t v) {
 
 /* Which GEMMs the gemms mode times: NULL = all; else a comma-separated token list (only_T), a
  * model name, a GEMM name and a substring of the candidate's description (for a profiler run
- * of a few kernels). */
+ * of a few kernels); and in which 16-bit type (the operands and every plan). */
 typedef struct gemm_filter {
     const char *only_T, *model, *gemm, *match;
+    kern_dtype_t dtype;
 } gemm_filter_t;
 
 static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStream_t st,
@@ -157,11 +169,13 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
             {H, I, KERN_LINEAR_BIAS_GELU},   {I, H, KERN_LINEAR_BIAS},
             {H, H, KERN_LINEAR_BIAS_ADD_LN}, {I, H, KERN_LINEAR_BIAS_ADD_LN}};
         const int32_t T_max = Ts[sizeof Ts / sizeof *Ts - 1];
-        uint16_t *x = s_rand_dev((size_t)T_max * I, rng), *y = s_rand_dev((size_t)T_max * I, rng);
-        uint16_t *w = s_rand_dev((size_t)I * H, rng), *b = s_rand_dev((size_t)I, rng);
+        const kern_dtype_t dt = f->dtype;
+        uint16_t *x = s_rand_dev16((size_t)T_max * I, rng, dt);
+        uint16_t *y = s_rand_dev16((size_t)T_max * I, rng, dt);
+        uint16_t *w = s_rand_dev16((size_t)I * H, rng, dt), *b = s_rand_dev16((size_t)I, rng, dt);
         /* the LayerNorm's operands: an fp32 residual updated in place (the engine's default),
-         * gamma 1, beta 0 (from zeroed h32 and gb + H), the GEMM's bf16 scratch */
-        uint16_t *scratch = s_rand_dev((size_t)T_max * H, rng);
+         * gamma 1, beta 0 (from zeroed h32 and gb + H), the GEMM's 16-bit scratch */
+        uint16_t *scratch = s_rand_dev16((size_t)T_max * H, rng, dt);
         float *h32 = NULL, *gb = NULL;
         KERN_CUDA_FATAL(cudaMalloc((void **)&h32, (size_t)T_max * H * 4));
         KERN_CUDA_FATAL(cudaMemset(h32, 0, (size_t)T_max * H * 4));
@@ -191,7 +205,7 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
                     kern_linear_plan_t *p = NULL;
                     com_error_t err = {0};
                     if (kern_linear_plan_new(lt, T, in, out, (kern_linear_epilogue_t)gemm[k][2],
-                                             ws_bytes, rank, &p, &err) != 0)
+                                             ws_bytes, rank, dt, &p, &err) != 0)
                         continue; /* our configuration cannot run this shape */
                     if (f->match && !strstr(kern_linear_plan_describe(p), f->match)) {
                         kern_linear_plan_destroy(&p);
@@ -251,10 +265,14 @@ int main(int argc, char **argv) {
     KERN_CUDA_FATAL(cudaMalloc(&ws, ws_bytes));
     if (gemms) {
         setvbuf(stdout, NULL, _IOLBF, 0); /* a hung candidate shows as the last line */
-        gemm_filter_t f = {0};
+        gemm_filter_t f = {.dtype = KERN_DTYPE_BF16};
         for (int a = 3; a < argc; a++) {
             if (strcmp(argv[a], "pdl=off") == 0)
                 kern_pdl_set(false);
+            else if (strcmp(argv[a], "dtype=f16") == 0)
+                f.dtype = KERN_DTYPE_F16;
+            else if (strcmp(argv[a], "dtype=bf16") == 0)
+                f.dtype = KERN_DTYPE_BF16;
             else if (strncmp(argv[a], "model=", 6) == 0)
                 f.model = argv[a] + 6;
             else if (strncmp(argv[a], "gemm=", 5) == 0)
@@ -328,9 +346,10 @@ int main(int argc, char **argv) {
             char label[64];
             const double tb = (double)T * H;
 #define L(fmt) (snprintf(label, sizeof label, "%s T=%d " fmt, names[m], (int)T), label)
-            S_TIME(L("embed_layernorm"), tb * (3 * 2 + 4 + 2) / 1.0, "GB/s",
-                   S_OK(kern_embed_layernorm_cuda(h32, hb, d_ids, NULL, d_ts, d_cu, d_n, T, word,
-                                                  pos, type, g, g, H, 1e-12f, st, &e_)));
+            S_TIME(
+                L("embed_layernorm"), tb * (3 * 2 + 4 + 2) / 1.0, "GB/s",
+                S_OK(kern_embed_layernorm_cuda(KERN_DTYPE_BF16, h32, hb, d_ids, NULL, d_ts, d_cu,
+                                               d_n, T, word, pos, type, g, g, H, 1e-12f, st, &e_)));
             /* in, out, epilogue; the plan tuned (all cuBLASLt candidates and ours) as the
              * engine's start-up does; "ffn1+gelu" is FFN-up with the GELU as one op, "+ln" the
              * bias + residual + LayerNorm epilogue (fp32 residual h32 in place, scratch hb) */
@@ -354,8 +373,8 @@ int main(int argc, char **argv) {
                 const uint16_t *wk = gemm[k][0] == I ? w2 : w1;
                 const kern_linear_ln_t *lk = gemm[k][2] == KERN_LINEAR_BIAS_ADD_LN ? &ln : NULL;
                 S_OK(kern_linear_plan_new(lt, T, gemm[k][0], gemm[k][1],
-                                          (kern_linear_epilogue_t)gemm[k][2], ws_bytes, 0, &p,
-                                          &e_));
+                                          (kern_linear_epilogue_t)gemm[k][2], ws_bytes, 0,
+                                          KERN_DTYPE_BF16, &p, &e_));
                 S_OK(kern_linear_plan_tune(lt, p, y, x, wk, b, lk, ws, ws_bytes, st, NULL, &e_));
                 printf("%s T=%d %s: %s\n", names[m], (int)T, gn[k], kern_linear_plan_describe(p));
                 S_TIME(L("linear"), 2.0 * T * gemm[k][0] * gemm[k][1] / 1e3, "TFLOP/s",
@@ -366,30 +385,38 @@ int main(int argc, char **argv) {
             }
             const kern_attention_params_t ap = {nh, nh, hd, 0.125f, false};
             const double att_flops = 4.0 * sum_sq * H;
-            static const kern_attention_kernel_t att_k[2] = {KERN_ATTENTION_MMA,
-                                                             KERN_ATTENTION_WGMMA};
-            static const char *att_n[2] = {"attention mma", "attention wgmma"};
-            for (int a = 0; a < 2; a++) {
+            /* each kernel in bf16 and in binary16 (x's bf16 values in [-1, 1] read as binary16
+             * are finite, below 2 in magnitude: as good as any for timing) */
+            static const kern_attention_kernel_t att_k[4] = {
+                KERN_ATTENTION_MMA, KERN_ATTENTION_WGMMA, KERN_ATTENTION_MMA, KERN_ATTENTION_WGMMA};
+            static const kern_dtype_t att_t[4] = {KERN_DTYPE_BF16, KERN_DTYPE_BF16, KERN_DTYPE_F16,
+                                                  KERN_DTYPE_F16};
+            static const char *att_n[4] = {"attention mma", "attention wgmma", "attention mma f16",
+                                           "attention wgmma f16"};
+            for (int a = 0; a < 4; a++) {
                 S_TIME(L("attention"), att_flops / 1e3, "TFLOP/s",
-                       S_OK(kern_attention_cuda_kernel(att_k[a], &ap, hb, H, x, 3 * H, x + H, 3 * H,
-                                                       x + 2 * H, 3 * H, d_cu, d_ts, d_n, T, st,
-                                                       &e_)));
+                       S_OK(kern_attention_cuda_kernel(att_k[a], &ap, att_t[a], hb, H, x, 3 * H,
+                                                       x + H, 3 * H, x + 2 * H, 3 * H, d_cu, d_ts,
+                                                       d_n, T, st, &e_)));
                 snprintf(rows[n_rows - 1].name, sizeof rows[0].name, "%s T=%d %s", names[m], (int)T,
                          att_n[a]);
             }
             S_TIME(L("bias_gelu"), (double)T * I * 4, "GB/s",
-                   S_OK(kern_bias_gelu_cuda(y, b, T, d_n, I, st, &e_)));
+                   S_OK(kern_bias_gelu_cuda(y, b, T, d_n, I, KERN_DTYPE_BF16, st, &e_)));
             /* the engine's three residual streams: fp32 (+ the bf16 copy), f16 (+ the bf16
              * copy), bf16 alone; bytes per element read and written */
-            S_TIME(L("add_layernorm"), tb * (2 + 4 + 4 + 2), "GB/s",
-                   S_OK(kern_add_layernorm_cuda(h32, NULL, hb, x, NULL, h32, KERN_RESIDUAL_F32, g,
-                                                g, T, d_n, H, 1e-12f, st, &e_)));
-            S_TIME(L("add_layernorm f16"), tb * (2 + 2 + 2 + 2), "GB/s",
-                   S_OK(kern_add_layernorm_cuda(NULL, y, hb, x, NULL, y, KERN_RESIDUAL_F16, g, g, T,
-                                                d_n, H, 1e-12f, st, &e_)));
+            S_TIME(
+                L("add_layernorm"), tb * (2 + 4 + 4 + 2), "GB/s",
+                S_OK(kern_add_layernorm_cuda(h32, NULL, hb, x, NULL, KERN_DTYPE_BF16, h32,
+                                             KERN_RESIDUAL_F32, g, g, T, d_n, H, 1e-12f, st, &e_)));
+            S_TIME(
+                L("add_layernorm f16"), tb * (2 + 2 + 2 + 2), "GB/s",
+                S_OK(kern_add_layernorm_cuda(NULL, y, hb, x, NULL, KERN_DTYPE_BF16, y,
+                                             KERN_RESIDUAL_F16, g, g, T, d_n, H, 1e-12f, st, &e_)));
             S_TIME(L("add_layernorm bf16"), tb * (2 + 2 + 2), "GB/s",
-                   S_OK(kern_add_layernorm_cuda(NULL, NULL, hb, x, NULL, hb, KERN_RESIDUAL_BF16, g,
-                                                g, T, d_n, H, 1e-12f, st, &e_)));
+                   S_OK(kern_add_layernorm_cuda(NULL, NULL, hb, x, NULL, KERN_DTYPE_BF16, hb,
+                                                KERN_RESIDUAL_BF16, g, g, T, d_n, H, 1e-12f, st,
+                                                &e_)));
             S_TIME(L("pool mean+L2"), tb * 4, "GB/s",
                    S_OK(kern_pool_cuda(out, h32, d_cu, d_ns, d_dim, d_norm, T, H, KERN_POOL_MEAN,
                                        st, &e_)));

@@ -1,10 +1,11 @@
 /* kernels/add_layernorm.cu — CUDA residual add + LayerNorm, fp32, bf16 or f16 residual stream
  * (contracts in add_layernorm.h; plain-C reference kern_add_layernorm_ref beside it).
  *
- * Algorithm: row t < *n_rows: v = x (bf16) + b (bf16) + residual (fp32, bf16 or f16), in the
- * reference's order; two-pass mean / biased variance; y = (v - mean) * rstd * gamma + beta
- * written as any of fp32, f16 and bf16 (an output may overwrite residual: each element is read
- * before it is written, by the same thread). Bandwidth-bound (12 bytes/element with the fp32
+ * Algorithm: row t < *n_rows: v = x + b (16-bit, both of type dtype: bf16 or binary16, the
+ * kernels' template parameter D) + residual (fp32, bf16 or f16), in the reference's order;
+ * two-pass mean / biased variance; y = (v - mean) * rstd * gamma + beta written as any of fp32,
+ * f16 and bf16 (an output may overwrite residual: each element is read before it is written, by
+ * the same thread). Bandwidth-bound (12 bytes/element with the fp32
  * residual and its bf16 copy, 8 with f16, 6 with bf16 alone). Launch configurations
  * (kern_add_layernorm_cuda_config):
  *   2  register-resident, hidden 384 / 768 / 1024 (G = 16 / 32 / 32 lanes per row, N = 3 / 3 / 4
@@ -37,7 +38,7 @@ __device__ __forceinline__ void load_res(const void *p, int64_t i, float *f) {
 
 /* Register-resident: H = G * N * 8. Every lane of the warp reaches the shuffles (no early
  * return); lanes of rows >= *n_rows (or >= n_max) only skip their loads and stores. */
-template <int G, int N, int RK>
+template <kern_dtype_t D, int G, int N, int RK>
 __global__ void __launch_bounds__(kThreads)
     k_add_ln_reg(float *out_f32, uint16_t *out_f16, uint16_t *out_bf16, const uint16_t *x,
                  const uint16_t *__restrict__ b, const void *residual,
@@ -58,7 +59,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int k = 0; k < N; k++)
         if (b)
-            kern::load_bf16<8>(b + (lg + G * k) * 8, bb[k]);
+            kern::load16<D, 8>(b + (lg + G * k) * 8, bb[k]);
     const bool live = t < n_max && (!n_rows || t < *n_rows);
     const int64_t o = (int64_t)t * H;
     float v[N][8] = {}; /* a row past n_rows stays zero (every lane joins the shuffles) */
@@ -67,7 +68,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int k = 0; k < N; k++) {
             const int64_t i = o + (lg + G * k) * 8;
-            kern::load_bf16<8>(x + i, a[k]);
+            kern::load16<D, 8>(x + i, a[k]);
             load_res<RK, 8>(residual, i, r[k]);
         }
 #pragma unroll
@@ -80,7 +81,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 /* Generic: one warp per row, the row staged in shared memory (kWarps * H floats). */
-template <int VEC, int RK>
+template <kern_dtype_t D, int VEC, int RK>
 __global__ void __launch_bounds__(kThreads)
     k_add_ln(float *out_f32, uint16_t *out_f16, uint16_t *out_bf16, const uint16_t *x,
              const uint16_t *__restrict__ b, const void *residual, const float *__restrict__ gamma,
@@ -97,10 +98,10 @@ __global__ void __launch_bounds__(kThreads)
     float sum = 0.f;
     for (int i = lane * VEC; i < H; i += 32 * VEC) {
         float a[VEC], r[VEC], bb[VEC];
-        kern::load_bf16<VEC>(x + o + i, a);
+        kern::load16<D, VEC>(x + o + i, a);
         load_res<RK, VEC>(residual, o + i, r);
         if (b)
-            kern::load_bf16<VEC>(b + i, bb);
+            kern::load16<D, VEC>(b + i, bb);
 #pragma unroll
         for (int j = 0; j < VEC; j++) {
             const float v = b ? a[j] + bb[j] + r[j] : a[j] + r[j];
@@ -116,19 +117,20 @@ struct Outs {
     uint16_t *f16, *bf16;
 };
 
-template <int G, int N, int RK>
+template <kern_dtype_t D, int G, int N, int RK>
 static cudaError_t s_launch_reg(Outs out, const uint16_t *x, const uint16_t *b,
                                 const void *residual, const float *gamma, const float *beta,
                                 int32_t n_max, const int32_t *n_rows, float eps,
                                 cudaStream_t stream) {
     constexpr int rows = kThreads / G;
     const dim3 grid((unsigned)((n_max + rows - 1) / rows)), block(kThreads);
-    return kern::launch(k_add_ln_reg<G, N, RK>, grid, block, 0, stream, out.f32, out.f16, out.bf16,
-                        x, b, residual, gamma, beta, n_max, n_rows, eps);
+    return kern::launch(k_add_ln_reg<D, G, N, RK>, grid, block, 0, stream, out.f32, out.f16,
+                        out.bf16, x, b, residual, gamma, beta, n_max, n_rows, eps);
 }
 
-/* Picks the configuration (see the file header) and launches, for residual type RK. */
-template <int RK>
+/* Picks the configuration (see the file header) and launches, for x / b of type D and residual
+ * type RK. */
+template <kern_dtype_t D, int RK>
 static int s_add_ln(Outs out, const uint16_t *x, const uint16_t *b, const void *residual,
                     const float *gamma, const float *beta, int32_t n_max, const int32_t *n_rows,
                     int32_t hidden, float eps, cudaStream_t stream, com_error_t *err) {
@@ -139,40 +141,61 @@ static int s_add_ln(Outs out, const uint16_t *x, const uint16_t *b, const void *
     const int cfg = aligned ? kern_add_layernorm_cuda_config(hidden) : 0;
     if (cfg == 2) {
         if (hidden == 384)
-            KERN_CUDA_TRY((s_launch_reg<16, 3, RK>(out, x, b, residual, gamma, beta, n_max, n_rows,
-                                                   eps, stream)),
+            KERN_CUDA_TRY((s_launch_reg<D, 16, 3, RK>(out, x, b, residual, gamma, beta, n_max,
+                                                      n_rows, eps, stream)),
                           err);
         else if (hidden == 768)
-            KERN_CUDA_TRY((s_launch_reg<32, 3, RK>(out, x, b, residual, gamma, beta, n_max, n_rows,
-                                                   eps, stream)),
+            KERN_CUDA_TRY((s_launch_reg<D, 32, 3, RK>(out, x, b, residual, gamma, beta, n_max,
+                                                      n_rows, eps, stream)),
                           err);
         else
-            KERN_CUDA_TRY((s_launch_reg<32, 4, RK>(out, x, b, residual, gamma, beta, n_max, n_rows,
-                                                   eps, stream)),
+            KERN_CUDA_TRY((s_launch_reg<D, 32, 4, RK>(out, x, b, residual, gamma, beta, n_max,
+                                                      n_rows, eps, stream)),
                           err);
         return 0;
     }
     const dim3 grid((unsigned)((n_max + kWarps - 1) / kWarps)), block(kThreads);
     const size_t smem = (size_t)kWarps * hidden * sizeof(float);
     if (smem > 48 * 1024) {
-        KERN_CUDA_TRY((cudaFuncSetAttribute(
-                          k_add_ln<1, RK>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)),
-                      err);
-        KERN_CUDA_TRY((cudaFuncSetAttribute(
-                          k_add_ln<8, RK>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)),
-                      err);
+        KERN_CUDA_TRY(
+            (cudaFuncSetAttribute(k_add_ln<D, 1, RK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  (int)smem)),
+            err);
+        KERN_CUDA_TRY(
+            (cudaFuncSetAttribute(k_add_ln<D, 8, RK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  (int)smem)),
+            err);
     }
     if (cfg == 1)
         KERN_CUDA_TRY(
-            (kern::launch(k_add_ln<8, RK>, grid, block, smem, stream, out.f32, out.f16, out.bf16, x,
-                          b, residual, gamma, beta, n_max, n_rows, hidden, eps)),
+            (kern::launch(k_add_ln<D, 8, RK>, grid, block, smem, stream, out.f32, out.f16, out.bf16,
+                          x, b, residual, gamma, beta, n_max, n_rows, hidden, eps)),
             err);
     else
         KERN_CUDA_TRY(
-            (kern::launch(k_add_ln<1, RK>, grid, block, smem, stream, out.f32, out.f16, out.bf16, x,
-                          b, residual, gamma, beta, n_max, n_rows, hidden, eps)),
+            (kern::launch(k_add_ln<D, 1, RK>, grid, block, smem, stream, out.f32, out.f16, out.bf16,
+                          x, b, residual, gamma, beta, n_max, n_rows, hidden, eps)),
             err);
     return 0;
+}
+
+/* s_add_ln for the run-time residual type (known: checked by the caller) */
+template <kern_dtype_t D>
+static int s_add_ln_rt(Outs out, const uint16_t *x, const uint16_t *b, const void *residual,
+                       kern_residual_type_t residual_type, const float *gamma, const float *beta,
+                       int32_t n_max, const int32_t *n_rows, int32_t hidden, float eps,
+                       cudaStream_t stream, com_error_t *err) {
+    switch (residual_type) {
+    case KERN_RESIDUAL_F32:
+        return s_add_ln<D, KERN_RESIDUAL_F32>(out, x, b, residual, gamma, beta, n_max, n_rows,
+                                              hidden, eps, stream, err);
+    case KERN_RESIDUAL_BF16:
+        return s_add_ln<D, KERN_RESIDUAL_BF16>(out, x, b, residual, gamma, beta, n_max, n_rows,
+                                               hidden, eps, stream, err);
+    default:
+        return s_add_ln<D, KERN_RESIDUAL_F16>(out, x, b, residual, gamma, beta, n_max, n_rows,
+                                              hidden, eps, stream, err);
+    }
 }
 
 } // namespace
@@ -184,27 +207,25 @@ extern "C" int kern_add_layernorm_cuda_config(int32_t hidden) {
 }
 
 extern "C" int kern_add_layernorm_cuda(float *out_f32, uint16_t *out_f16, uint16_t *out_bf16,
-                                       const uint16_t *x, const uint16_t *b, const void *residual,
-                                       kern_residual_type_t residual_type, const float *gamma,
-                                       const float *beta, int32_t n_max, const int32_t *n_rows,
-                                       int32_t hidden, float eps, cudaStream_t stream,
-                                       com_error_t *err) {
+                                       const uint16_t *x, const uint16_t *b, kern_dtype_t dtype,
+                                       const void *residual, kern_residual_type_t residual_type,
+                                       const float *gamma, const float *beta, int32_t n_max,
+                                       const int32_t *n_rows, int32_t hidden, float eps,
+                                       cudaStream_t stream, com_error_t *err) {
     if (n_max < 1 || hidden < 1 || hidden > 16384 || !x || !residual || !gamma || !beta ||
         (!out_f32 && !out_f16 && !out_bf16))
         return com_error_set(err, COM_EINVAL, "add_layernorm_cuda: bad arguments (n %d, hidden %d)",
                              (int)n_max, (int)hidden);
+    if (residual_type != KERN_RESIDUAL_F32 && residual_type != KERN_RESIDUAL_BF16 &&
+        residual_type != KERN_RESIDUAL_F16)
+        return com_error_set(err, COM_EINVAL, "add_layernorm_cuda: residual type %d",
+                             (int)residual_type);
+    if (dtype != KERN_DTYPE_BF16 && dtype != KERN_DTYPE_F16)
+        return com_error_set(err, COM_EINVAL, "add_layernorm_cuda: dtype %d", (int)dtype);
     const Outs out = {out_f32, out_f16, out_bf16};
-    switch (residual_type) {
-    case KERN_RESIDUAL_F32:
-        return s_add_ln<KERN_RESIDUAL_F32>(out, x, b, residual, gamma, beta, n_max, n_rows, hidden,
-                                           eps, stream, err);
-    case KERN_RESIDUAL_BF16:
-        return s_add_ln<KERN_RESIDUAL_BF16>(out, x, b, residual, gamma, beta, n_max, n_rows, hidden,
-                                            eps, stream, err);
-    case KERN_RESIDUAL_F16:
-        return s_add_ln<KERN_RESIDUAL_F16>(out, x, b, residual, gamma, beta, n_max, n_rows, hidden,
-                                           eps, stream, err);
-    }
-    return com_error_set(err, COM_EINVAL, "add_layernorm_cuda: residual type %d",
-                         (int)residual_type);
+    return dtype == KERN_DTYPE_F16
+               ? s_add_ln_rt<KERN_DTYPE_F16>(out, x, b, residual, residual_type, gamma, beta, n_max,
+                                             n_rows, hidden, eps, stream, err)
+               : s_add_ln_rt<KERN_DTYPE_BF16>(out, x, b, residual, residual_type, gamma, beta,
+                                              n_max, n_rows, hidden, eps, stream, err);
 }

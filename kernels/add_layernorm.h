@@ -31,7 +31,8 @@ typedef enum kern_residual_type {
 } kern_residual_type_t;
 
 /* CUDA (add_layernorm.cu): rows t < *n_rows (all n_max rows when n_rows is NULL):
- *   y = LayerNorm(x[t] + b + residual[t]) * gamma + beta, fp32 math (every input read as fp32),
+ *   y = LayerNorm(x[t] + b + residual[t]) * gamma + beta, fp32 math (every input read as fp32;
+ * x and b, the GEMM's output and bias, are of the 16-bit type dtype: bf16 or binary16),
  * written to each output that is not NULL: out_f32, out_f16 (binary16, rounded to nearest even)
  * and out_bf16 (the next GEMM's input). Any output may be the residual's own buffer (in place:
  * each element is read before it is written). At least one output. Rows past *n_rows are not
@@ -43,8 +44,9 @@ typedef enum kern_residual_type {
 int kern_add_layernorm_cuda(float *out_f32,       /* [n_max, hidden], device, or NULL */
                             uint16_t *out_f16,    /* [n_max, hidden], device binary16, or NULL */
                             uint16_t *out_bf16,   /* [n_max, hidden], device bf16, or NULL */
-                            const uint16_t *x,    /* [n_max, hidden], device bf16 */
-                            const uint16_t *b,    /* [hidden], device bf16, or NULL */
+                            const uint16_t *x,    /* [n_max, hidden], device dtype */
+                            const uint16_t *b,    /* [hidden], device dtype, or NULL */
+                            kern_dtype_t dtype,   /* of x and b */
                             const void *residual, /* [n_max, hidden], device, residual_type */
                             kern_residual_type_t residual_type,
                             const float *gamma,                   /* [hidden], device fp32 */

@@ -3,6 +3,10 @@
  * it), and the choice between this mma.sync kernel and the wgmma one (attention_wgmma.cu, same
  * tiling) in kern_attention_cuda_kernel.
  *
+ * Types: q, k, v and out are all bf16 or all IEEE binary16 (kern_dtype_t, the template parameter
+ * D; one kernel body for both); the tensor-core operands (Q, K, V and the re-packed P) are of that
+ * type, accumulation and the online softmax fp32.
+ *
  * Grid (ceil(max_tokens / 64), n_heads), 128 threads = 4 warps. CTA (tile, h) takes the
  * 64 packed query rows [64 tile, 64 tile + 64) of head h; warp w owns 16 of them. The grid
  * depends on the bucket only; everything about the batch is read from device memory: *n_tokens
@@ -13,14 +17,14 @@
  * union range. Cost: at most the keys of the sequences the tile touches.
  *
  * Per key block (in shared memory by cp.async, zero-filled past *n_tokens):
- *   S = Q K^T          mma.sync m16n8k16 bf16 -> fp32; Q fragments held in registers, K by
+ *   S = Q K^T          mma.sync m16n8k16 (type D) -> fp32; Q fragments held in registers, K by
  *                      ldmatrix.x4 from [key][dim] rows padded by 16 bytes (no bank conflicts)
  *   online softmax     in base 2: p = ex2.approx(s * scale * log2 e - m), one FFMA + one MUFU
  *                      per score; running max m (scaled units) per row, O rescaled. Masking
  *                      only in blocks that cross a row's key range (a warp-uniform test).
  *   O += P V           P re-packed from the S accumulators into A fragments (no shared memory),
  *                      V by ldmatrix.x4.trans
- * then O / l is written as bf16 for the valid rows. GQA: kv head = h / (n_heads / n_kv_heads).
+ * then O / l is written (type D) for the valid rows. GQA: kv head = h / (n_heads / n_kv_heads).
  *
  * What profiling (Nsight Compute, H200) showed to be latency and instruction overhead, not
  * tensor or memory throughput, shaped the kernel (each change against the previous kernel):
@@ -29,7 +33,7 @@
  *   - one barrier per key block instead of two (the stage refilled is the one every warp
  *     finished before the barrier), and a cp.async loader with no per-row 64-bit multiply;
  *   - row sums l accumulate on the tensor cores as P x ones (one extra mma per 16 keys instead
- *     of 2 FADD per score; l is then the sum of the bf16 P that the P V product uses);
+ *     of 2 FADD per score; l is then the sum of the rounded P that the P V product uses);
  *   - block row max as a tree; the masked path is straight-line code (per-16-key branches
  *     serialised the mma chains);
  *   - the prologue reads n_tokens and the rows' tok_seq in one round trip and starts the first
@@ -43,10 +47,11 @@
  * CTAs per SM (spills), issuing the next block's Q K^T before this block's softmax (register
  * pressure), per-16-key chunk skipping inside masked blocks (branches serialise the mmas).
  *
- * Launch configurations: HEAD_DIM 32 or 64 x causal no/yes (the tile in Tile: 4 warps, 16 rows per
- * warp, 64-key blocks, 2 stages, 4 CTAs per SM). Shared memory: 2 stages x (K + V) x 64 x (HEAD_DIM
- * + 8) bf16 = 36 KiB at 64. Stream: the caller's. Tested by tests/test_kernels_cuda.c (all four
- * configurations, ragged shapes); timed by bench_kernels_cuda ("attention"). */
+ * Launch configurations: bf16 / f16 x HEAD_DIM 32 or 64 x causal no/yes (the tile in Tile: 4
+ * warps, 16 rows per warp, 64-key blocks, 2 stages, 4 CTAs per SM). Shared memory: 2 stages x
+ * (K + V) x 64 x (HEAD_DIM + 8) x 16 bits = 36 KiB at 64. Stream: the caller's. Tested by
+ * tests/test_kernels_cuda.c (all eight configurations, ragged shapes); timed by bench_kernels_cuda
+ * ("attention", "attention mma f16"). */
 #include <math.h>
 
 #include <atomic>
@@ -58,15 +63,16 @@
 
 namespace {
 
-/* Template: HD head dim, W warps, MT m16 row tiles per warp (CTA rows = 16 MT W), BN keys per
- * block, ST cp.async stages, MINB CTAs per SM for __launch_bounds__ (caps registers). The tile
- * in use is Tile's; the other values are kept for tuning (see the file header). */
+/* Template: D the 16-bit type of q/k/v/out, HD head dim, W warps, MT m16 row tiles per warp (CTA
+ * rows = 16 MT W), BN keys per block, ST cp.async stages, MINB CTAs per SM for __launch_bounds__
+ * (caps registers). The tile in use is Tile's; the other values are kept for tuning (see the file
+ * header). */
 template <int HD, int BN, int ST> struct SmemT {
-    static constexpr int kStride = HD + 8; /* bf16 per row: +16 bytes, ldmatrix conflict-free */
+    static constexpr int kStride = HD + 8; /* 16-bit values per row: +16 bytes, conflict-free */
     static constexpr size_t kBytes = (size_t)ST * 2 * BN * kStride * sizeof(uint16_t);
 };
 
-template <int HD, bool CAUSAL, int W, int MT, int BN, int ST, int MINB>
+template <kern_dtype_t D, int HD, bool CAUSAL, int W, int MT, int BN, int ST, int MINB>
 __global__ void __launch_bounds__(W * 32, MINB)
     k_attention(uint16_t *__restrict__ out, int64_t ldo, const uint16_t *__restrict__ q,
                 int64_t ldq, const uint16_t *__restrict__ k, int64_t ldk,
@@ -200,7 +206,8 @@ __global__ void __launch_bounds__(W * 32, MINB)
         m_run[t][0] = m_run[t][1] = -INFINITY;
         l_acc[t][0] = l_acc[t][1] = l_acc[t][2] = l_acc[t][3] = 0.f;
     }
-    constexpr uint32_t kOnes = 0x3f803f80u; /* two bf16 1.0 */
+    /* two 1.0 of type D */
+    constexpr uint32_t kOnes = D == KERN_DTYPE_F16 ? 0x3c003c00u : 0x3f803f80u;
 
     using Scores = float[MT][BN / 8][4];
     /* S = Q K^T for the key block in stage st; each K fragment serves the MT row tiles */
@@ -220,8 +227,8 @@ __global__ void __launch_bounds__(W * 32, MINB)
                                   b0, b1, b2, b3);
 #pragma unroll
                 for (int t = 0; t < MT; t++) {
-                    kern::mma_bf16(s[t][2 * n2], qa[t][kk], b0, b1);
-                    kern::mma_bf16(s[t][2 * n2 + 1], qa[t][kk], b2, b3);
+                    kern::mma16<D>(s[t][2 * n2], qa[t][kk], b0, b1);
+                    kern::mma16<D>(s[t][2 * n2 + 1], qa[t][kk], b2, b3);
                 }
             }
     };
@@ -290,14 +297,14 @@ __global__ void __launch_bounds__(W * 32, MINB)
             uint32_t pa[MT][4];
 #pragma unroll
             for (int t = 0; t < MT; t++) {
-                pa[t][0] = kern::pack_bf16(s[t][2 * kk][0], s[t][2 * kk][1]);
-                pa[t][1] = kern::pack_bf16(s[t][2 * kk][2], s[t][2 * kk][3]);
-                pa[t][2] = kern::pack_bf16(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
-                pa[t][3] = kern::pack_bf16(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
+                pa[t][0] = kern::pack16<D>(s[t][2 * kk][0], s[t][2 * kk][1]);
+                pa[t][1] = kern::pack16<D>(s[t][2 * kk][2], s[t][2 * kk][3]);
+                pa[t][2] = kern::pack16<D>(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
+                pa[t][3] = kern::pack16<D>(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
             }
 #pragma unroll
             for (int t = 0; t < MT; t++)
-                kern::mma_bf16(l_acc[t], pa[t], kOnes, kOnes); /* row sums of the bf16 P */
+                kern::mma16<D>(l_acc[t], pa[t], kOnes, kOnes); /* row sums of the rounded P */
 #pragma unroll
             for (int dp = 0; dp < HD / 16; dp++) {
                 uint32_t b0, b1, b2, b3;
@@ -307,8 +314,8 @@ __global__ void __launch_bounds__(W * 32, MINB)
                     b0, b1, b2, b3);
 #pragma unroll
                 for (int t = 0; t < MT; t++) {
-                    kern::mma_bf16(o_acc[t][2 * dp], pa[t], b0, b1);
-                    kern::mma_bf16(o_acc[t][2 * dp + 1], pa[t], b2, b3);
+                    kern::mma16<D>(o_acc[t][2 * dp], pa[t], b0, b1);
+                    kern::mma16<D>(o_acc[t][2 * dp + 1], pa[t], b2, b3);
                 }
             }
         }
@@ -348,7 +355,7 @@ __global__ void __launch_bounds__(W * 32, MINB)
 #pragma unroll
             for (int n = 0; n < HD / 8; n++)
                 *reinterpret_cast<uint32_t *>(orow + 8 * n) =
-                    kern::pack_bf16(o_acc[t][n][2 * i] * inv, o_acc[t][n][2 * i + 1] * inv);
+                    kern::pack16<D>(o_acc[t][n][2 * i] * inv, o_acc[t][n][2 * i + 1] * inv);
         }
 }
 
@@ -357,12 +364,12 @@ template <int HD> struct Tile;
 template <> struct Tile<32> { static constexpr int kW = 4, kMT = 1, kBN = 64, kST = 2, kMinB = 4; };
 template <> struct Tile<64> { static constexpr int kW = 4, kMT = 1, kBN = 64, kST = 2, kMinB = 4; };
 
-template <int HD, bool CAUSAL, int W, int MT, int BN, int ST, int MINB>
+template <kern_dtype_t D, int HD, bool CAUSAL, int W, int MT, int BN, int ST, int MINB>
 int s_launch_tile(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const uint16_t *q,
                   int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
                   const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens,
                   int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
-    auto *kfn = k_attention<HD, CAUSAL, W, MT, BN, ST, MINB>;
+    auto *kfn = k_attention<D, HD, CAUSAL, W, MT, BN, ST, MINB>;
     constexpr size_t smem = SmemT<HD, BN, ST>::kBytes;
     static std::atomic<uint64_t> s_ready{0};
     KERN_CUDA_TRY(kern::setup_once(kfn, smem, s_ready), err);
@@ -376,48 +383,28 @@ int s_launch_tile(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, 
     return 0;
 }
 
-template <int HD, bool CAUSAL>
+template <kern_dtype_t D, int HD, bool CAUSAL>
 int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const uint16_t *q,
              int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
              const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
              cudaStream_t stream, com_error_t *err) {
     using T = Tile<HD>;
-    return s_launch_tile<HD, CAUSAL, T::kW, T::kMT, T::kBN, T::kST, T::kMinB>(
+    return s_launch_tile<D, HD, CAUSAL, T::kW, T::kMT, T::kBN, T::kST, T::kMinB>(
         p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq, n_tokens, max_tokens, stream, err);
 }
 
-} // namespace
-
-extern "C" int kern_attention_cuda_kernel(
-    kern_attention_kernel_t which, const kern_attention_params_t *p, uint16_t *out, int64_t ldo,
-    const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
-    const int32_t *cu_seqlens, const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
-    cudaStream_t stream, com_error_t *err) {
-    if (!p || !out || !q || !k || !v || !cu_seqlens || !tok_seq || !n_tokens || max_tokens < 1 ||
-        p->n_heads < 1 || p->n_kv_heads < 1 || p->n_heads % p->n_kv_heads != 0 ||
-        p->n_heads > 65535 || !(p->scale > 0.f)) /* the running max is kept scaled */
-        return com_error_set(err, COM_EINVAL, "attention_cuda: bad arguments");
-    if ((ldq | ldk | ldv) % 8 != 0 || ldo % 2 != 0 || !kern::aligned16(q) || !kern::aligned16(k) ||
-        !kern::aligned16(v) || ((uintptr_t)out & 3u))
-        return com_error_set(err, COM_EINVAL,
-                             "attention_cuda: q/k/v need 16-byte alignment and leading dims that "
-                             "are multiples of 8 (ldq %lld, ldk %lld, ldv %lld, ldo %lld)",
-                             (long long)ldq, (long long)ldk, (long long)ldv, (long long)ldo);
-    if (which == KERN_ATTENTION_AUTO) /* see kern_attention_cuda in attention.h */
-        which = p->head_dim == 64 && max_tokens >= 512 && kern_attention_wgmma_valid(p)
-                    ? KERN_ATTENTION_WGMMA
-                    : KERN_ATTENTION_MMA;
-    if (which == KERN_ATTENTION_WGMMA)
-        return kern_attention_wgmma_cuda(p, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens, tok_seq,
-                                         n_tokens, max_tokens, stream, err);
-    if (which != KERN_ATTENTION_MMA)
-        return com_error_set(err, COM_EINVAL, "attention_cuda: kernel %d", (int)which);
+/* the mma.sync kernel of type D for p's head_dim and causality */
+template <kern_dtype_t D>
+int s_launch_mma(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const uint16_t *q,
+                 int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
+                 const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens,
+                 int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
 #define S_CASE(HD)                                                                                 \
     case HD:                                                                                       \
-        return p->causal ? s_launch<HD, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens,     \
-                                              tok_seq, n_tokens, max_tokens, stream, err)          \
-                         : s_launch<HD, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens,    \
-                                               tok_seq, n_tokens, max_tokens, stream, err);
+        return p->causal ? s_launch<D, HD, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq, \
+                                                 n_tokens, max_tokens, stream, err)                \
+                         : s_launch<D, HD, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu,         \
+                                                  tok_seq, n_tokens, max_tokens, stream, err);
     switch (p->head_dim) {
         S_CASE(32)
         S_CASE(64)
@@ -428,11 +415,47 @@ extern "C" int kern_attention_cuda_kernel(
 #undef S_CASE
 }
 
-extern "C" int kern_attention_cuda(const kern_attention_params_t *p, uint16_t *out, int64_t ldo,
-                                   const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk,
-                                   const uint16_t *v, int64_t ldv, const int32_t *cu_seqlens,
-                                   const int32_t *tok_seq, const int32_t *n_tokens,
-                                   int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
-    return kern_attention_cuda_kernel(KERN_ATTENTION_AUTO, p, out, ldo, q, ldq, k, ldk, v, ldv,
-                                      cu_seqlens, tok_seq, n_tokens, max_tokens, stream, err);
+} // namespace
+
+extern "C" int kern_attention_cuda_kernel(
+    kern_attention_kernel_t which, const kern_attention_params_t *p, kern_dtype_t dtype,
+    uint16_t *out, int64_t ldo, const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk,
+    const uint16_t *v, int64_t ldv, const int32_t *cu_seqlens, const int32_t *tok_seq,
+    const int32_t *n_tokens, int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
+    if (!p || !out || !q || !k || !v || !cu_seqlens || !tok_seq || !n_tokens || max_tokens < 1 ||
+        p->n_heads < 1 || p->n_kv_heads < 1 || p->n_heads % p->n_kv_heads != 0 ||
+        p->n_heads > 65535 || !(p->scale > 0.f)) /* the running max is kept scaled */
+        return com_error_set(err, COM_EINVAL, "attention_cuda: bad arguments");
+    if ((ldq | ldk | ldv) % 8 != 0 || ldo % 2 != 0 || !kern::aligned16(q) || !kern::aligned16(k) ||
+        !kern::aligned16(v) || ((uintptr_t)out & 3u))
+        return com_error_set(err, COM_EINVAL,
+                             "attention_cuda: q/k/v need 16-byte alignment and leading dims that "
+                             "are multiples of 8 (ldq %lld, ldk %lld, ldv %lld, ldo %lld)",
+                             (long long)ldq, (long long)ldk, (long long)ldv, (long long)ldo);
+    if (dtype != KERN_DTYPE_BF16 && dtype != KERN_DTYPE_F16)
+        return com_error_set(err, COM_EINVAL, "attention_cuda: dtype %d", (int)dtype);
+    if (which == KERN_ATTENTION_AUTO) /* see kern_attention_cuda in attention.h */
+        which = p->head_dim == 64 && max_tokens >= 512 && kern_attention_wgmma_valid(p)
+                    ? KERN_ATTENTION_WGMMA
+                    : KERN_ATTENTION_MMA;
+    if (which == KERN_ATTENTION_WGMMA)
+        return kern_attention_wgmma_cuda(p, dtype, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens,
+                                         tok_seq, n_tokens, max_tokens, stream, err);
+    if (which != KERN_ATTENTION_MMA)
+        return com_error_set(err, COM_EINVAL, "attention_cuda: kernel %d", (int)which);
+    return dtype == KERN_DTYPE_F16
+               ? s_launch_mma<KERN_DTYPE_F16>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens,
+                                              tok_seq, n_tokens, max_tokens, stream, err)
+               : s_launch_mma<KERN_DTYPE_BF16>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens,
+                                               tok_seq, n_tokens, max_tokens, stream, err);
+}
+
+extern "C" int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_t dtype,
+                                   uint16_t *out, int64_t ldo, const uint16_t *q, int64_t ldq,
+                                   const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
+                                   const int32_t *cu_seqlens, const int32_t *tok_seq,
+                                   const int32_t *n_tokens, int32_t max_tokens, cudaStream_t stream,
+                                   com_error_t *err) {
+    return kern_attention_cuda_kernel(KERN_ATTENTION_AUTO, p, dtype, out, ldo, q, ldq, k, ldk, v,
+                                      ldv, cu_seqlens, tok_seq, n_tokens, max_tokens, stream, err);
 }

@@ -7,7 +7,8 @@
  * v = qkv + 2*hidden with ldq = ldk = ldv = 3*hidden; separate buffers work with ld = width.
  * Output row t, head h at out + t*ldo + h*head_dim. Sequence s is tokens
  * [cu_seqlens[s], cu_seqlens[s+1]); tokens attend only within their sequence.
- * Reference/CPU version; the CUDA version will be kern_attention_cuda (varlen). */
+ * Reference/CPU version (fp32); the CUDA version is kern_attention_cuda (varlen), with bf16 or
+ * binary16 q/k/v/out (kern_dtype_t). */
 #ifndef EMBER_KERNELS_ATTENTION_H
 #define EMBER_KERNELS_ATTENTION_H
 
@@ -49,10 +50,12 @@ void kern_attention_ref(const kern_attention_params_t *p, float *out,
                         float *scratch); /* [kern_attention_ref_scratch_floats], host */
 
 #ifdef EMBER_HAVE_CUDA
-/* CUDA (attention.cu): the same op on tensor cores (mma.sync m16n8k16 bf16, fp32 accumulation,
+/* CUDA (attention.cu): the same op on tensor cores (mma.sync m16n8k16 of dtype, fp32 accumulation,
  * online softmax; FlashAttention-2 style; on compute capability 9.0 at head_dim 64 and >= 512
  * tokens the same tiling on warp-group MMAs, attention_wgmma.cu: see kern_attention_cuda_kernel
- * below). bf16 q/k/v/out. The first call per device also sets the
+ * below). q/k/v/out all in dtype: bf16 or IEEE binary16 (kern_dtype_t; binary16 only for models
+ * whose q/k/v stay inside its range, |x| <= 65504; softmax and accumulation are fp32 either way;
+ * another dtype: COM_EINVAL). The first call per device also sets the
  * kernel's function attributes. The grid is sized by the bucket: (ceil(max_tokens / 64) packed
  * query tiles, n_heads); a tile is 64 consecutive packed tokens and may span several sequences: it
  * walks the keys of every sequence it touches and masks keys of other sequences, so no per-sequence
@@ -60,11 +63,11 @@ void kern_attention_ref(const kern_attention_params_t *p, float *out,
  * *n_tokens are not written. Supported: head_dim 32 and 64 (128 later), GQA (n_kv_heads divides
  * n_heads), causal or not; ld* multiples of 8 and pointers 16-byte aligned (else COM_EINVAL /
  * COM_EUNSUPPORTED). Enqueued on stream. */
-int kern_attention_cuda(const kern_attention_params_t *p, uint16_t *out,
-                        int64_t ldo,                    /* [max_tokens, ...] bf16 */
-                        const uint16_t *q, int64_t ldq, /* device bf16 */
-                        const uint16_t *k, int64_t ldk, /* device bf16 */
-                        const uint16_t *v, int64_t ldv, /* device bf16 */
+int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
+                        int64_t ldo,                    /* [max_tokens, ...], device, in dtype */
+                        const uint16_t *q, int64_t ldq, /* device, in dtype */
+                        const uint16_t *k, int64_t ldk, /* device, in dtype */
+                        const uint16_t *v, int64_t ldv, /* device, in dtype */
                         const int32_t *cu_seqlens,      /* [n_seqs + 1], device */
                         const int32_t *tok_seq,         /* [max_tokens], device */
                         const int32_t *n_tokens,        /* [1], device */
@@ -74,16 +77,16 @@ int kern_attention_cuda(const kern_attention_params_t *p, uint16_t *out,
  * 9.0, MMA otherwise (measured on an H200: at head_dim 32 the wgmma kernel is no faster, and
  * inside the engine's 1 x 128-token graph the mma one is); MMA the mma.sync kernel (any
  * supported device); WGMMA the warp-group MMA kernel (attention_wgmma.cu; compute capability
- * 9.0 only, else COM_EUNSUPPORTED). */
+ * 9.0 only, else COM_EUNSUPPORTED). The choice does not depend on dtype. */
 typedef enum kern_attention_kernel {
     KERN_ATTENTION_AUTO = 0,
     KERN_ATTENTION_MMA = 1,
     KERN_ATTENTION_WGMMA = 2,
 } kern_attention_kernel_t;
 int kern_attention_cuda_kernel(kern_attention_kernel_t which, const kern_attention_params_t *p,
-                               uint16_t *out, int64_t ldo, const uint16_t *q, int64_t ldq,
-                               const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
-                               const int32_t *cu_seqlens, const int32_t *tok_seq,
+                               kern_dtype_t dtype, uint16_t *out, int64_t ldo, const uint16_t *q,
+                               int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v,
+                               int64_t ldv, const int32_t *cu_seqlens, const int32_t *tok_seq,
                                const int32_t *n_tokens, int32_t max_tokens,
                                struct CUstream_st *stream, com_error_t *err);
 #endif

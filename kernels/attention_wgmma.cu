@@ -11,7 +11,7 @@
  *   online softmax   on the S accumulators in registers, in base 2 (one FFMA + one MUFU per
  *                    score), row max over the 4 lanes of a quad;
  *   O += P V         4 x wgmma.m64nHDk16 with P as the register A operand (the S accumulators
- *                    re-packed to bf16, no shared memory) and V read MN-major from shared memory
+ *                    re-packed to type D, no shared memory) and V read MN-major from shared memory
  *                    (the transpose flag), so nothing is transposed.
  * Pipelining (FlashAttention-3's intra-warp-group overlap): block j + 1's S is issued before O is
  * rescaled and block j's PV issued, and block j + 1's softmax runs while that PV does; every
@@ -29,9 +29,13 @@
  * memory 33% of peak: latency-bound; more warps per SM (fewer registers, 2 warp groups sharing
  * K/V) or a producer warp with TMA (FlashAttention-3) are the next steps.
  *
- * Launch configurations: HD 32 / 64 x causal no / yes. Shared memory: the Q tile and 4 stages of K
- * and V, 64 x HD bf16 each: 73 KiB at head dim 64. Tested by tests/test_kernels_cuda.c beside the
- * mma.sync kernel; timed by bench_kernels_cuda. */
+ * Types: q, k, v, out and the wgmma operands (Q, K, V, P) are all bf16 or all IEEE binary16 (the
+ * template parameter D, kern_dtype_t; one body for both); the accumulators and the online softmax
+ * are fp32. No TMA: tiles move by cp.async, type-blind.
+ *
+ * Launch configurations: bf16 / f16 x HD 32 / 64 x causal no / yes. Shared memory: the Q tile and 4
+ * stages of K and V, 64 x HD 16-bit values each: 73 KiB at head dim 64. Tested by
+ * tests/test_kernels_cuda.c beside the mma.sync kernel; timed by bench_kernels_cuda. */
 #include <math.h>
 
 #include <atomic>
@@ -77,7 +81,7 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const uint16_t *src, int
     }
 }
 
-template <int HD, bool CAUSAL>
+template <kern_dtype_t D, int HD, bool CAUSAL>
 __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
     k_attention_wgmma(uint16_t *__restrict__ out, int64_t ldo, const uint16_t *__restrict__ q,
                       int64_t ldq, const uint16_t *__restrict__ k, int64_t ldk,
@@ -155,7 +159,7 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         kern::wg_fence();
 #pragma unroll
         for (int kk = 0; kk < HD / 16; kk++)
-            kern::wgmma_ss<kBN, 0>(s, desc[kk][0], desc[kk][1], kk > 0);
+            kern::wgmma_ss<kBN, 0, D>(s, desc[kk][0], desc[kk][1], kk > 0);
         kern::wg_commit();
     };
     auto desc_fence = [](uint64_t(&desc)[HD / 16][2]) {
@@ -178,7 +182,7 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
     /* Online softmax of block j's scores s (complete): masks, updates the running max and sum,
-     * returns O's rescale factors in alpha and P as bf16 A fragments (16 keys each) in pa. */
+     * returns O's rescale factors in alpha and P as A fragments of type D (16 keys each) in pa. */
     auto softmax = [&](int j, float(&s)[kBN / 2], float(&alpha)[2], uint32_t(&pa)[kBN / 16][4]) {
         const int32_t kb = kbeg + j * kBN;
         /* s[4 g + 2 i + e]: row i, key kb + 8 g + 2 c4 + e */
@@ -225,7 +229,7 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
                 const float p0 = kern::ex2(fmaf(s[i0], scale_log2, -muse[row]));
                 const float p1 = kern::ex2(fmaf(s[i0 + 1], scale_log2, -muse[row]));
                 l_run[row] += p0 + p1;
-                pa[kk][r] = kern::pack_bf16(p0, p1);
+                pa[kk][r] = kern::pack16<D>(p0, p1);
             }
     };
 
@@ -252,10 +256,10 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         const uint32_t vs = stage_k(j) + C::kTileBytes;
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; kk++)
-            kern::wgmma_rs<HD, 1>(o, pa[kk],
-                                  kern::wgmma_desc(vs + (uint32_t)kk * 16 * C::kRowBytes, C::kMode,
-                                                   C::kGroup, C::kGroup),
-                                  1);
+            kern::wgmma_rs<HD, 1, D>(o, pa[kk],
+                                     kern::wgmma_desc(vs + (uint32_t)kk * 16 * C::kRowBytes,
+                                                      C::kMode, C::kGroup, C::kGroup),
+                                     1);
         kern::wg_commit();
         if constexpr (more) {
             kern::wg_wait<1>(); /* S_{j+1} done; PV_j may still run */
@@ -311,16 +315,16 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
 #pragma unroll
         for (int g = 0; g < HD / 8; g++)
             *reinterpret_cast<uint32_t *>(orow + 8 * g) =
-                kern::pack_bf16(o[4 * g + 2 * i] * inv, o[4 * g + 2 * i + 1] * inv);
+                kern::pack16<D>(o[4 * g + 2 * i] * inv, o[4 * g + 2 * i + 1] * inv);
     }
 }
 
-template <int HD, bool CAUSAL>
+template <kern_dtype_t D, int HD, bool CAUSAL>
 int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const uint16_t *q,
              int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
              const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
              cudaStream_t stream, com_error_t *err) {
-    auto *kfn = k_attention_wgmma<HD, CAUSAL>;
+    auto *kfn = k_attention_wgmma<D, HD, CAUSAL>;
     constexpr size_t smem = AttnCfg<HD>::kSmem;
     static std::atomic<uint64_t> s_ready{0};
     KERN_CUDA_TRY(kern::setup_once(kfn, smem, s_ready), err);
@@ -333,28 +337,43 @@ int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const
     return 0;
 }
 
+/* the kernel of type D for p's head_dim (32 or 64) and causality */
+template <kern_dtype_t D>
+int s_launch_dtype(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const uint16_t *q,
+                   int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
+                   const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens,
+                   int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
+    if (p->head_dim == 64)
+        return p->causal ? s_launch<D, 64, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+                                                 n_tokens, max_tokens, stream, err)
+                         : s_launch<D, 64, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+                                                  n_tokens, max_tokens, stream, err);
+    return p->causal ? s_launch<D, 32, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+                                             n_tokens, max_tokens, stream, err)
+                     : s_launch<D, 32, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+                                              n_tokens, max_tokens, stream, err);
+}
+
 } // namespace
 
 bool kern_attention_wgmma_valid(const kern_attention_params_t *p) {
     return p && (p->head_dim == 32 || p->head_dim == 64) && kern_sm90a_device();
 }
 
-int kern_attention_wgmma_cuda(const kern_attention_params_t *p, uint16_t *out, int64_t ldo,
-                              const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk,
-                              const uint16_t *v, int64_t ldv, const int32_t *cu,
+int kern_attention_wgmma_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
+                              int64_t ldo, const uint16_t *q, int64_t ldq, const uint16_t *k,
+                              int64_t ldk, const uint16_t *v, int64_t ldv, const int32_t *cu,
                               const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
                               cudaStream_t stream, com_error_t *err) {
     if (!kern_attention_wgmma_valid(p))
         return com_error_set(err, COM_EUNSUPPORTED,
                              "attention_wgmma: needs compute capability 9.0 and head_dim 32 or "
                              "64");
-    if (p->head_dim == 64)
-        return p->causal ? s_launch<64, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                              n_tokens, max_tokens, stream, err)
-                         : s_launch<64, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+    if (dtype == KERN_DTYPE_F16)
+        return s_launch_dtype<KERN_DTYPE_F16>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+                                              n_tokens, max_tokens, stream, err);
+    if (dtype == KERN_DTYPE_BF16)
+        return s_launch_dtype<KERN_DTYPE_BF16>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
                                                n_tokens, max_tokens, stream, err);
-    return p->causal ? s_launch<32, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                          n_tokens, max_tokens, stream, err)
-                     : s_launch<32, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                           n_tokens, max_tokens, stream, err);
+    return com_error_set(err, COM_EINVAL, "attention_wgmma: dtype %d", (int)dtype);
 }

@@ -1,6 +1,6 @@
 /* kernels/attention_wgmma.h — internal (C++, for kernels/attention.cu only): ragged attention on
  * Hopper's warp-group MMA (wgmma; sm_90a only), same contract and arguments as
- * kern_attention_cuda (kernels/attention.h). */
+ * kern_attention_cuda (kernels/attention.h), bf16 or binary16 operands. */
 #ifndef EMBER_KERNELS_ATTENTION_WGMMA_H
 #define EMBER_KERNELS_ATTENTION_WGMMA_H
 
@@ -9,9 +9,10 @@
 
 /* true iff the current device can run it (compute capability 9.0) and head_dim is 32 or 64 */
 bool kern_attention_wgmma_valid(const kern_attention_params_t *p);
-int kern_attention_wgmma_cuda(const kern_attention_params_t *p, uint16_t *out, int64_t ldo,
-                              const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk,
-                              const uint16_t *v, int64_t ldv, const int32_t *cu,
+/* q, k, v, out in dtype (bf16 or binary16; else COM_EINVAL) */
+int kern_attention_wgmma_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
+                              int64_t ldo, const uint16_t *q, int64_t ldq, const uint16_t *k,
+                              int64_t ldk, const uint16_t *v, int64_t ldv, const int32_t *cu,
                               const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
                               cudaStream_t stream, com_error_t *err);
 

@@ -14,14 +14,16 @@ void kern_bias_gelu_ref(float *x,       /* [n, dim], host, fp32, in place */
                         int32_t n, int32_t dim);
 
 #ifdef EMBER_HAVE_CUDA
-/* CUDA (bias_gelu.cu): x = GELU_erf(x + b) in place on bf16, fp32 math (kern::gelu_erf), rows
+/* CUDA (bias_gelu.cu): x = GELU_erf(x + b) in place on 16-bit values of type dtype (x and b:
+ * bf16 or binary16; the result rounded to it once), fp32 math (kern::gelu_erf), rows
  * t < *n_rows (all n_max rows when n_rows is NULL); later rows untouched. Launch
  * configurations: 8-wide vector path (dim % 8 == 0) and scalar path. Returns 0, COM_EINVAL or
  * COM_EINTERNAL. Enqueued on stream. */
-int kern_bias_gelu_cuda(uint16_t *x,       /* [n_max, dim], device bf16, in place */
-                        const uint16_t *b, /* [dim], device bf16, or NULL */
+int kern_bias_gelu_cuda(uint16_t *x,       /* [n_max, dim], device dtype, in place */
+                        const uint16_t *b, /* [dim], device dtype, or NULL */
                         int32_t n_max, const int32_t *n_rows, /* [1] device, or NULL */
-                        int32_t dim, struct CUstream_st *stream, com_error_t *err);
+                        int32_t dim, kern_dtype_t dtype, struct CUstream_st *stream,
+                        com_error_t *err);
 int kern_bias_gelu_cuda_config(int32_t dim); /* 0 scalar, 1 vector; for tests */
 #endif
 

@@ -1,14 +1,16 @@
 /* kernels/gemm_mma.cu — our own tensor-core GEMM for the dense layers (contract in gemm_mma.h,
  * used by linear.cu as candidates of a kern_linear plan beside cuBLASLt's algorithms):
- * y[n, out] = epi(x[n, in] W[out, in]^T + b), bf16 in, fp32 accumulation, the epilogue (none,
- * + bias, + bias then exact erf GELU, kern::gelu_erf) applied in fp32 and rounded once to bf16.
+ * y[n, out] = epi(x[n, in] W[out, in]^T + b), 16-bit in, fp32 accumulation, the epilogue (none,
+ * + bias, + bias then exact erf GELU, kern::gelu_erf) applied in fp32 and rounded once to 16 bits.
+ * The 16-bit type (kern_dtype_t: bf16 or binary16, for x, w, b and y alike) is a template
+ * parameter D: mma.sync of that type, the same tiles; each configuration exists for both.
  *
  * Algorithm: one CTA per BM x BN output tile (grid x over column tiles so neighbouring CTAs share
  * their x rows in L2, y over row tiles, z over the K split). Both operands are K-major, which is
  * what mma.sync.m16n8k16.row.col wants: ldmatrix (not transposed) loads the A fragments from
  * x's tile and the B fragments from W's tile. K is walked in BK = 32 or 64 slices through a
- * STAGES-deep cp.async ring (16-byte copies, .cg: L2 only); shared rows are padded by 8 bf16 (80
- * or 144 bytes) so the 8 row addresses of every ldmatrix phase hit 8 distinct 16-byte bank
+ * STAGES-deep cp.async ring (16-byte copies, .cg: L2 only); shared rows are padded by 8 elements
+ * (80 or 144 bytes) so the 8 row addresses of every ldmatrix phase hit 8 distinct 16-byte bank
  * groups. Rows >= n, W rows >= out and K past in are zero-filled by the copy (src-size 0), so
  * the tails need no other masking; in % 8 == 0 keeps every 16-byte chunk wholly inside or out.
  * Epilogue: the fp32 accumulators go to shared memory (reusing the ring) and are written out as
@@ -30,8 +32,8 @@
  * kernel's tail (no kernel writes w or b); x, and y, only after it; the trigger follows the wait.
  * Stream: the caller's. Tested by tests/test_kernels_cuda.c (test_linear: every configuration x
  * epilogue over awkward shapes; test_linear_pdl: every configuration launched right behind the
- * kernel that writes x); timed by bench_kernels_cuda ("linear ..." rows, through the tuned
- * plan). */
+ * kernel that writes x; both in bf16 and binary16); timed by bench_kernels_cuda ("linear ..."
+ * rows, through the tuned plan; "gemms ... dtype=f16" for binary16). */
 #include <cooperative_groups.h>
 
 #include "kernels/gemm_mma.h"
@@ -58,7 +60,7 @@ template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int B
 };
 
 /* One operand's half of a pipeline stage: rows [r0, r0 + BR) of the K-major matrix src
- * ([lim, K] bf16, global) at K tile kt into dst ([BR][BK + 8] bf16, shared), as BR * BK / 8
+ * ([lim, K] 16-bit, global) at K tile kt into dst ([BR][BK + 8] 16-bit, shared), as BR * BK / 8
  * 16-byte cp.async chunks spread over the CTA's THREADS threads. Rows >= lim and columns >= K
  * are zero-filled (src-size 0: nothing is read). */
 template <int BR, int BK, int THREADS>
@@ -76,7 +78,7 @@ __device__ __forceinline__ void load_rows(uint16_t *dst, const uint16_t *__restr
     }
 }
 
-template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
+template <kern_dtype_t D, int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
 __device__ __forceinline__ void
 gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
           const uint16_t *__restrict__ b, int32_t n, int32_t K, int32_t N, int epi) {
@@ -109,7 +111,7 @@ gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16
 
     /* Before the PDL wait, only what no kernel writes (kern::pdl_wait): the weight tiles of the
      * prologue stages and this thread's 8 bias values (the epilogue's column chunk of a thread
-     * is the same on every pass, kThreads % kChunks == 0), kept as 4 bf16 pairs. The previous
+     * is the same on every pass, kThreads % kChunks == 0), kept as 4 16-bit pairs. The previous
      * grid may still be running; nothing global is written before the wait. */
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++)
@@ -178,7 +180,7 @@ gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16
             for (int i = 0; i < C::kMI; i++)
 #pragma unroll
                 for (int j = 0; j < C::kNI; j++)
-                    kern::mma_bf16(acc[i][j], af[i], bf[j][0], bf[j][1]);
+                    kern::mma16<D>(acc[i][j], af[i], bf[j][0], bf[j][1]);
         }
     }
     kern::cp_async_wait<0>();
@@ -220,33 +222,38 @@ gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16
         }
         if (epi >= 1) {
 #pragma unroll
-            for (int e = 0; e < 8; e++) /* b[gc + e], read before the wait */
-                v[e] += __uint_as_float(e % 2 ? bias2[e / 2] & 0xffff0000u : bias2[e / 2] << 16);
+            for (int e = 0; e < 8; e++) { /* b[gc + e], read before the wait */
+                if constexpr (D == KERN_DTYPE_F16)
+                    v[e] += kern::to_f32<D>((uint16_t)(bias2[e / 2] >> (e % 2 * 16)));
+                else
+                    v[e] +=
+                        __uint_as_float(e % 2 ? bias2[e / 2] & 0xffff0000u : bias2[e / 2] << 16);
+            }
             if (epi == 2)
 #pragma unroll
                 for (int e = 0; e < 8; e++)
                     v[e] = kern::gelu_erf(v[e]);
         }
-        kern::store_bf16<8>(y + (int64_t)gr * N + gc, v);
+        kern::store16<D, 8>(y + (int64_t)gr * N + gc, v);
     }
     if constexpr (SPLIT > 1)
         cg::this_cluster().sync(); /* no CTA leaves while another still reads its tile */
 }
 
-template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
+template <kern_dtype_t D, int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32)
     k_gemm(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
            const uint16_t *__restrict__ b, int32_t n, int32_t K, int32_t N, int epi) {
-    gemm_body<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>(y, x, w, b, n, K, N, epi);
+    gemm_body<D, BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>(y, x, w, b, n, K, N, epi);
 }
 
 /* the split-K flavour: SPLIT CTAs along z form one cluster */
-template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
+template <kern_dtype_t D, int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
 __global__ void __cluster_dims__(1, 1, SPLIT) __launch_bounds__(WARPS_M *WARPS_N * 32)
     k_gemm_split(uint16_t *__restrict__ y, const uint16_t *__restrict__ x,
                  const uint16_t *__restrict__ w, const uint16_t *__restrict__ b, int32_t n,
                  int32_t K, int32_t N, int epi) {
-    gemm_body<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>(y, x, w, b, n, K, N, epi);
+    gemm_body<D, BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>(y, x, w, b, n, K, N, epi);
 }
 
 typedef void (*kernel_t)(uint16_t *, const uint16_t *, const uint16_t *, const uint16_t *, int32_t,
@@ -254,20 +261,35 @@ typedef void (*kernel_t)(uint16_t *, const uint16_t *, const uint16_t *, const u
 
 struct Entry {
     const char *name;
-    kernel_t kernel;
+    kernel_t kernel[2]; /* by kern_dtype_t: bf16, binary16 */
     int bm, bn, threads, split, bk;
     size_t smem;
 };
 
+template <kern_dtype_t D, int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
+constexpr kernel_t kernel_of() {
+    if constexpr (SPLIT > 1)
+        return k_gemm_split<D, BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>;
+    else
+        return k_gemm<D, BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>;
+}
+
 template <int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>
 constexpr Entry entry(const char *name) {
     using C = Cfg<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>;
-    kernel_t k;
-    if constexpr (SPLIT > 1)
-        k = k_gemm_split<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>;
-    else
-        k = k_gemm<BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>;
-    return Entry{name, k, BM, BN, C::kThreads, SPLIT, BK, C::kSmem};
+    return Entry{name,
+                 {kernel_of<KERN_DTYPE_BF16, BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>(),
+                  kernel_of<KERN_DTYPE_F16, BM, BN, WARPS_M, WARPS_N, SPLIT, STAGES, BK>()},
+                 BM,
+                 BN,
+                 C::kThreads,
+                 SPLIT,
+                 BK,
+                 C::kSmem};
+}
+
+bool s_dtype_ok(kern_dtype_t dtype) {
+    return dtype == KERN_DTYPE_BF16 || dtype == KERN_DTYPE_F16;
 }
 
 /* 32-row tiles: many CTAs at small n; 64/128-row tiles read W fewer times (at n = 128 a 128-row
@@ -324,30 +346,34 @@ bool kern_gemm_mma_worth(int32_t config, int32_t n) {
     return config >= 0 && config < kNConfigs && n <= 1024;
 }
 
-int kern_gemm_mma_prepare(int32_t config, com_error_t *err) {
+int kern_gemm_mma_prepare(int32_t config, kern_dtype_t dtype, com_error_t *err) {
     if (config < 0 || config >= kNConfigs)
         return com_error_set(err, COM_EINVAL, "gemm_mma: config %d", (int)config);
+    if (!s_dtype_ok(dtype))
+        return com_error_set(err, COM_EINVAL, "gemm_mma: dtype %d", (int)dtype);
     const Entry &e = kConfigs[config];
-    KERN_CUDA_TRY(
-        cudaFuncSetAttribute(e.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)e.smem),
-        err);
+    KERN_CUDA_TRY(cudaFuncSetAttribute(e.kernel[dtype], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)e.smem),
+                  err);
     return 0;
 }
 
-int kern_gemm_mma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x, const uint16_t *w,
-                       const uint16_t *b, int32_t n, int32_t in, int32_t out, cudaStream_t stream,
-                       com_error_t *err) {
+int kern_gemm_mma_cuda(int32_t config, kern_dtype_t dtype, int epi, uint16_t *y, const uint16_t *x,
+                       const uint16_t *w, const uint16_t *b, int32_t n, int32_t in, int32_t out,
+                       cudaStream_t stream, com_error_t *err) {
     if (!kern_gemm_mma_valid(config, n, in, out) || epi < 0 || epi > 2 || !y || !x || !w ||
         (epi >= 1 && !b) || !kern::aligned16(y) || !kern::aligned16(x) || !kern::aligned16(w))
         return com_error_set(err, COM_EINVAL,
                              "gemm_mma: config %d, %dx%dx%d, epilogue %d: unsupported shape or "
                              "unaligned pointers",
                              (int)config, (int)n, (int)in, (int)out, epi);
+    if (!s_dtype_ok(dtype))
+        return com_error_set(err, COM_EINVAL, "gemm_mma: dtype %d", (int)dtype);
     const Entry &e = kConfigs[config];
     const dim3 grid((unsigned)((out + e.bn - 1) / e.bn), (unsigned)((n + e.bm - 1) / e.bm),
                     (unsigned)e.split);
-    KERN_CUDA_TRY(kern::launch(e.kernel, grid, dim3((unsigned)e.threads), e.smem, stream, y, x, w,
-                               b, n, in, out, epi),
+    KERN_CUDA_TRY(kern::launch(e.kernel[dtype], grid, dim3((unsigned)e.threads), e.smem, stream, y,
+                               x, w, b, n, in, out, epi),
                   err);
     return 0;
 }

@@ -1,11 +1,14 @@
 /* kernels/gemm_wgmma.cu — our Hopper GEMM for the dense layers (contract in gemm_wgmma.h; used
  * by linear.cu as candidates beside cuBLASLt's algorithms and gemm_mma.cu's):
- * y[n, out] = epi(x[n, in] W[out, in]^T + b), bf16 in, fp32 accumulation, the epilogue (none,
+ * y[n, out] = epi(x[n, in] W[out, in]^T + b), 16-bit in, fp32 accumulation, the epilogue (none,
  * + bias, + bias then exact erf GELU, kern::gelu_erf) applied to the fp32 accumulators and
- * rounded once to bf16. Built for sm_90a only (wgmma and the tensor-memory accelerator).
+ * rounded once to 16 bits. Built for sm_90a only (wgmma and the tensor-memory accelerator).
+ * The 16-bit type of x, w, b and y (kern_dtype_t: bf16 or binary16) is a template parameter D:
+ * wgmma .bf16 or .f16, tensor maps of that type, the epilogue's conversions; every configuration
+ * exists for both (same tiles, same shared memory), the plan's dtype picks the kernel.
  *
  * Algorithm: BM x BN output tiles, column tiles fastest. Warp group 0 is the producer: one
- * thread issues TMA copies of a 64-wide K slice of x ([BM][64] bf16) and of W ([BN][64]) into a
+ * thread issues TMA copies of a 64-wide K slice of x ([BM][64] 16-bit) and of W ([BN][64]) into a
  * STAGES-deep ring of shared-memory stages, each guarded by a "full" mbarrier (the copies' byte
  * count) and an "empty" one (one arrival per consumer warp group). Warp groups 1..NC consume:
  * for every stage 4 (k16) x MI x wgmma.m64nBNk16 with both operands read from shared memory,
@@ -20,7 +23,7 @@
  * the groups take the ring in turn (without them a group could run a whole ring lap ahead and
  * the mbarrier parities alias). With two consumer groups and many accumulators, setmaxnreg moves
  * registers from the producer (40) to the consumers (232).
- * Epilogue: bias, GELU and bf16 rounding in registers, the tile written into swizzled shared
+ * Epilogue: bias, GELU and 16-bit rounding in registers, the tile written into swizzled shared
  * staging and stored by TMA (which clips rows >= n and columns >= out); per-thread 4-byte stores
  * straight from the accumulators wrote at under 1 TB/s and were the large-n bottleneck.
  * Split-K (SPLIT = 2 or 4, one tile per CTA): a cluster of SPLIT CTAs along z, one K range each;
@@ -35,12 +38,13 @@
  * tile, computes per row the sum and the squared deviations over its BN columns (8 lanes per
  * row), pushes them into every peer's shared memory, and after one cluster barrier combines the
  * row's partials (Chan et al.'s pairwise update) into the mean and variance over all N columns,
- * normalises and stores its own columns (bf16, and fp32 / f16 where ln asks for them). This
- * removes the LayerNorm kernel and the bf16 round trip of the GEMM output between them.
+ * normalises and stores its own columns (y in D, and fp32 / f16 where ln asks for them). This
+ * removes the LayerNorm kernel and the 16-bit round trip of the GEMM output between them.
  * PDL: the producer issues the weight halves of the first stages before kern::pdl_wait() (no
  * kernel writes W), x only after it; every thread waits before it stores anything.
  * Requires in % 8 == 0, out % 8 == 0, 16-byte aligned x, w, y. Stream: the caller's. Tested by
- * tests/test_kernels_cuda.c (every configuration x epilogue); timed by bench_kernels_cuda. */
+ * tests/test_kernels_cuda.c (every configuration x epilogue x dtype); timed by
+ * bench_kernels_cuda (its gemms mode, "dtype=f16" for binary16). */
 #include <cooperative_groups.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -55,7 +59,7 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kBK = 64; /* one 128-byte swizzle row of bf16 */
+constexpr int kBK = 64; /* one 128-byte swizzle row of 16-bit elements */
 
 template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN> struct Cfg {
     /* cooperative: the NC groups split a tile's rows; ping-pong (PP): each owns whole tiles */
@@ -67,7 +71,7 @@ template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN> struc
     static constexpr int kCS = BN + 4;       /* split staging row stride (floats) */
     static constexpr size_t kRing = (size_t)STAGES * kStageBytes;
     /* one tile per CTA (split-K, LayerNorm): the fp32 tile, in the drained ring; else (TMA
-     * store) the bf16 output tile, after the ring */
+     * store) the 16-bit output tile, after the ring */
     static constexpr bool kOneTile = SPLIT > 1 || LN;
     static constexpr size_t kStaging = kOneTile ? (size_t)kBM * kCS * 4 : 0;
     static constexpr size_t kOut = kOneTile ? 0 : (size_t)NC * 64 * MI * BN * 2;
@@ -118,7 +122,7 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, u
                  : "memory");
 }
 
-/* Shared [rows][64] bf16 tile (128-byte swizzled, as TMA loads it) to the tensor map at (c0, c1);
+/* Shared [rows][64] 16-bit tile (128-byte swizzled, as TMA loads it) to the tensor map at (c0, c1);
  * rows / columns outside the tensor are not written. Committed as one bulk group per call. */
 __device__ __forceinline__ void tma_store(const CUtensorMap *map, uint32_t src, int32_t c0,
                                           int32_t c1) {
@@ -147,17 +151,18 @@ __device__ __forceinline__ void turn_give(int wg) {
     asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + (3 - wg)) : "memory");
 }
 
-/* wgmma descriptor of a [rows][64] bf16 stage tile (K-major, 128-byte swizzle) */
+/* wgmma descriptor of a [rows][64] 16-bit stage tile (K-major, 128-byte swizzle) */
 __device__ __forceinline__ uint64_t desc_sw128(uint32_t addr) {
     return kern::wgmma_desc(addr, kern::kSwizzle128B, 16, 1024);
 }
 
-/* bias (when epi >= 1) and GELU (epi == 2) on an fp32 pair at columns c, c + 1 */
+/* bias (type D; when epi >= 1) and GELU (epi == 2) on an fp32 pair at columns c, c + 1 */
+template <kern_dtype_t D>
 __device__ __forceinline__ void epilogue2(float &v0, float &v1, const uint16_t *__restrict__ b,
                                           int32_t c, int epi) {
     if (epi >= 1) {
-        v0 += kern::bf2f(b[c]);
-        v1 += kern::bf2f(b[c + 1]);
+        v0 += kern::to_f32<D>(b[c]);
+        v1 += kern::to_f32<D>(b[c + 1]);
         if (epi == 2)
             v0 = kern::gelu_erf(v0), v1 = kern::gelu_erf(v1);
     }
@@ -204,7 +209,7 @@ __device__ __forceinline__ void tile_origin(int32_t tile, int32_t n_col_tiles, i
     col0 = tile % n_col_tiles * BN;
 }
 
-template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN>
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN>
 __device__ __forceinline__ void
 gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
           uint16_t *__restrict__ y, const uint16_t *__restrict__ b, const kern_linear_ln_t &ln,
@@ -292,7 +297,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                      * (it arrives while the main loop runs) */
                     const int32_t c0 = (int32_t)blockIdx.x % n_col_tiles * BN; /* one tile */
                     for (int c = t128 - 32; c < BN; c += 96) {
-                        ln_par[0][c] = kern::bf2f(b[c0 + c]);
+                        ln_par[0][c] = kern::to_f32<D>(b[c0 + c]);
                         ln_par[1][c] = ln.gamma[c0 + c];
                         ln_par[2][c] = ln.beta[c0 + c];
                     }
@@ -341,7 +346,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 for (int k = 0; k < kBK / 16; k++)
 #pragma unroll
                     for (int mi = 0; mi < MI; mi++) /* one m64nBNk16 per 64-row block */
-                        kern::wgmma_ss<BN, 0>(
+                        kern::wgmma_ss<BN, 0, D>(
                             d + mi * (BN / 2),
                             desc_sw128(st + a_off + (uint32_t)mi * 64 * 128 + (uint32_t)k * 32),
                             desc_sw128(st + C::kABytes + (uint32_t)k * 32), 1);
@@ -361,8 +366,8 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 if ((int64_t)blockIdx.x + (int64_t)(j + 1) * gridDim.x < n_tiles)
                     turn_give(wg);
             if constexpr (!C::kOneTile) {
-                /* The epilogue: bias, GELU, bf16 into this group's staging tile (64 MI rows, BN /
-                 * 64 blocks of [64 MI][64] bf16, 128-byte swizzled: chunk j of row r at j ^ (r %
+                /* The epilogue: bias, GELU, D into this group's staging tile (64 MI rows, BN /
+                 * 64 blocks of [64 MI][64] 16-bit, 128-byte swizzled: chunk j of row r at j ^ (r %
                  * 8), which also keeps the warp's 8-row stores free of bank conflicts), then TMA
                  * stores it, clipping rows >= n and columns >= N, while the group goes on to its
                  * next tile. Accumulator layout (64-row block mi, 8-column group g):
@@ -382,7 +387,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                         const int32_t c = col0 + g * 8 + 2 * (lane % 4);
                         if (c >= N) /* no bias past the last column (out % 8 == 0) */
                             continue;
-                        const float b0 = kern::bf2f(b[c]), b1 = kern::bf2f(b[c + 1]);
+                        const float b0 = kern::to_f32<D>(b[c]), b1 = kern::to_f32<D>(b[c + 1]);
 #pragma unroll
                         for (int mi = 0; mi < MI; mi++)
 #pragma unroll
@@ -412,8 +417,11 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                             const uint32_t addr =
                                 stage_out + (uint32_t)(c / 64) * kBlock + (uint32_t)r * 128u +
                                 ((uint32_t)((c % 64) / 8 ^ (r % 8)) << 4) + (uint32_t)(c % 8) * 2u;
-                            const uint32_t pair =
-                                (uint32_t)kern::f2bf(v0) | ((uint32_t)kern::f2bf(v1) << 16);
+                            uint32_t pair;
+                            if constexpr (D == KERN_DTYPE_F16)
+                                pair = kern::pack16<D>(v0, v1);
+                            else
+                                pair = (uint32_t)kern::f2bf(v0) | ((uint32_t)kern::f2bf(v1) << 16);
                             asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(pair)
                                          : "memory");
                         }
@@ -486,8 +494,8 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                     } else {
 #pragma unroll
                         for (int e = 0; e < 8; e += 2)
-                            epilogue2(v[e], v[e + 1], b, gc + e, epi);
-                        kern::store_bf16<8>(y + (int64_t)gr * N + gc, v);
+                            epilogue2<D>(v[e], v[e + 1], b, gc + e, epi);
+                        kern::store16<D, 8>(y + (int64_t)gr * N + gc, v);
                     }
                 }
             }
@@ -595,7 +603,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                     for (int e = 0; e < 8; e++)
                         o8[e] = (t[e] - mean) * rstd * ln_par[1][c + e] + ln_par[2][c + e];
                     const int64_t o = (int64_t)gr * N + col0 + c;
-                    kern::store_bf16<8>(y + o, o8);
+                    kern::store16<D, 8>(y + o, o8);
                     if (ln.out_f32)
                         kern::store_f32<8>(ln.out_f32 + o, o8);
                     if (ln.out_f16)
@@ -611,12 +619,12 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* empty for other archs */
 #define EMBER_GEMM_BODY(LN)                                                                        \
-    gemm_body<NC, MI, BN, STAGES, SPLIT, PP, LN>(&tx, &tw, &ty, y, b, ln, n, K, N, epi)
+    gemm_body<D, NC, MI, BN, STAGES, SPLIT, PP, LN>(&tx, &tw, &ty, y, b, ln, n, K, N, epi)
 #else
 #define EMBER_GEMM_BODY(LN) (void)0
 #endif
 
-template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
 __global__ void __launch_bounds__(128 * (NC + 1))
     k_gemm(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
            const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
@@ -625,7 +633,7 @@ __global__ void __launch_bounds__(128 * (NC + 1))
     EMBER_GEMM_BODY(false);
 }
 
-template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
 __global__ void __cluster_dims__(1, 1, SPLIT) __launch_bounds__(128 * (NC + 1))
     k_gemm_split(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                  const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
@@ -635,7 +643,7 @@ __global__ void __cluster_dims__(1, 1, SPLIT) __launch_bounds__(128 * (NC + 1))
 }
 
 /* The sublayer end fused: launched in clusters of (N / BN, 1, SPLIT), set at launch. */
-template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
 __global__ void __launch_bounds__(128 * (NC + 1))
     k_gemm_ln(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
               const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
@@ -650,7 +658,7 @@ typedef void (*kernel_t)(CUtensorMap, CUtensorMap, CUtensorMap, uint16_t *, cons
 
 struct Entry {
     const char *name;
-    kernel_t kernel;
+    kernel_t kernel[2]; /* by kern_dtype_t: bf16, binary16 */
     int bm, bn, threads, split;
     bool ln;      /* fuses the sublayer end (epilogue 3 only) */
     int out_rows; /* the rows of one consumer group's output store (64 MI) */
@@ -658,17 +666,31 @@ struct Entry {
     int32_t min_n, max_n; /* the rows at which the tuner times it */
 };
 
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN>
+constexpr kernel_t kernel_of() {
+    if constexpr (LN)
+        return k_gemm_ln<D, NC, MI, BN, STAGES, SPLIT, PP>;
+    else if constexpr (SPLIT > 1)
+        return k_gemm_split<D, NC, MI, BN, STAGES, SPLIT, PP>;
+    else
+        return k_gemm<D, NC, MI, BN, STAGES, SPLIT, PP>;
+}
+
 template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP = false, bool LN = false>
 constexpr Entry entry(const char *name, int32_t min_n, int32_t max_n) {
     using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP, LN>;
-    kernel_t k;
-    if constexpr (LN)
-        k = k_gemm_ln<NC, MI, BN, STAGES, SPLIT, PP>;
-    else if constexpr (SPLIT > 1)
-        k = k_gemm_split<NC, MI, BN, STAGES, SPLIT, PP>;
-    else
-        k = k_gemm<NC, MI, BN, STAGES, SPLIT, PP>;
-    return Entry{name, k, C::kBM, BN, C::kThreads, SPLIT, LN, 64 * MI, C::kSmem, min_n, max_n};
+    return Entry{name,
+                 {kernel_of<KERN_DTYPE_BF16, NC, MI, BN, STAGES, SPLIT, PP, LN>(),
+                  kernel_of<KERN_DTYPE_F16, NC, MI, BN, STAGES, SPLIT, PP, LN>()},
+                 C::kBM,
+                 BN,
+                 C::kThreads,
+                 SPLIT,
+                 LN,
+                 64 * MI,
+                 C::kSmem,
+                 min_n,
+                 max_n};
 }
 template <int NC, int MI, int BN, int STAGES, int SPLIT>
 constexpr Entry entry_ln(const char *name, int32_t min_n, int32_t max_n) {
@@ -729,16 +751,23 @@ bool s_device_ok() { /* compute capability 9.0 (cached per device) */
     return v == 1;
 }
 
-/* rows x K bf16, row-major, box [box_rows][64] with 128-byte swizzle; zeros outside */
-int s_encode(CUtensorMap *m, const uint16_t *p, int32_t rows, int32_t K, int box_rows,
-             com_error_t *err) {
+bool s_dtype_ok(kern_dtype_t dtype) {
+    return dtype == KERN_DTYPE_BF16 || dtype == KERN_DTYPE_F16;
+}
+
+/* rows x K of dtype, row-major, box [box_rows][64] with 128-byte swizzle; zeros outside */
+int s_encode(CUtensorMap *m, kern_dtype_t dtype, const uint16_t *p, int32_t rows, int32_t K,
+             int box_rows, com_error_t *err) {
     const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
     const cuuint64_t strides[1] = {(cuuint64_t)K * 2};
     const cuuint32_t box[2] = {(cuuint32_t)kBK, (cuuint32_t)box_rows};
     const cuuint32_t estr[2] = {1, 1};
     const CUresult r =
-        g_encode(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<uint16_t *>(p), dims, strides,
-                 box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        g_encode(m,
+                 dtype == KERN_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                         : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                 2, const_cast<uint16_t *>(p), dims, strides, box, estr,
+                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         return com_error_set(err, COM_EINTERNAL, "gemm_wgmma: cuTensorMapEncodeTiled failed (%d)",
@@ -746,14 +775,15 @@ int s_encode(CUtensorMap *m, const uint16_t *p, int32_t rows, int32_t K, int box
     return 0;
 }
 
-/* Whether clusters of `size` CTAs of config (<= 16, non-portable above 8) can be resident on
- * this device at all; asked once per (config, size) and kept (0 unknown, 1 yes, 2 no). Needs
- * the kernel's attributes, so it sets them (host-side, not stream-ordered). */
-std::atomic<int> g_cluster_ok[64][17];
+/* Whether clusters of `size` CTAs of config's dtype kernel (<= 16, non-portable above 8) can be
+ * resident on this device at all; asked once per (dtype, config, size) and kept (0 unknown,
+ * 1 yes, 2 no). Needs the kernel's attributes, so it sets them (host-side, not stream-ordered). */
+std::atomic<int> g_cluster_ok[2][64][17];
 
-bool s_cluster_fits(int32_t config, int size) {
+bool s_cluster_fits(int32_t config, kern_dtype_t dtype, int size) {
     const Entry &e = kConfigs[config];
-    std::atomic<int> &known = g_cluster_ok[config][size];
+    const kernel_t kernel = e.kernel[dtype];
+    std::atomic<int> &known = g_cluster_ok[dtype][config][size];
     int v = known.load(std::memory_order_relaxed);
     if (v == 0) {
         int clusters = 0;
@@ -768,13 +798,12 @@ bool s_cluster_fits(int32_t config, int size) {
         cfg.dynamicSmemBytes = e.smem;
         cfg.attrs = &attr;
         cfg.numAttrs = 1;
-        const bool ok =
-            cudaFuncSetAttribute(e.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)e.smem) == cudaSuccess &&
-            cudaFuncSetAttribute(e.kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
-                cudaSuccess &&
-            cudaOccupancyMaxActiveClusters(&clusters, e.kernel, &cfg) == cudaSuccess &&
-            clusters > 0;
+        const bool ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)e.smem) == cudaSuccess &&
+                        cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                             1) == cudaSuccess &&
+                        cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess &&
+                        clusters > 0;
         (void)cudaGetLastError(); /* a refusal here is an answer, not a sticky error */
         v = ok ? 1 : 2;
         known.store(v, std::memory_order_relaxed);
@@ -800,8 +829,9 @@ bool kern_sm90a_device(void) {
     return s_device_ok();
 }
 
-bool kern_gemm_wgmma_valid(int32_t config, int32_t n, int32_t in, int32_t out) {
-    if (config < 0 || config >= kNConfigs || n < 1 || in < 8 || out < 8 || in % 8 || out % 8)
+bool kern_gemm_wgmma_valid(int32_t config, kern_dtype_t dtype, int32_t n, int32_t in, int32_t out) {
+    if (config < 0 || config >= kNConfigs || !s_dtype_ok(dtype) || n < 1 || in < 8 || out < 8 ||
+        in % 8 || out % 8)
         return false;
     const Entry &e = kConfigs[config];
     const int32_t nk = (in + kBK - 1) / kBK; /* a split needs 2 K tiles per rank */
@@ -813,7 +843,7 @@ bool kern_gemm_wgmma_valid(int32_t config, int32_t n, int32_t in, int32_t out) {
         return false;
     if (!s_device_ok())
         return false;
-    return !e.ln || s_cluster_fits(config, out / e.bn * e.split);
+    return !e.ln || s_cluster_fits(config, dtype, out / e.bn * e.split);
 }
 
 bool kern_gemm_wgmma_worth(int32_t config, int32_t n) {
@@ -821,9 +851,11 @@ bool kern_gemm_wgmma_worth(int32_t config, int32_t n) {
            n <= kConfigs[config].max_n;
 }
 
-int kern_gemm_wgmma_prepare(int32_t config, com_error_t *err) {
+int kern_gemm_wgmma_prepare(int32_t config, kern_dtype_t dtype, com_error_t *err) {
     if (config < 0 || config >= kNConfigs)
         return com_error_set(err, COM_EINVAL, "gemm_wgmma: config %d", (int)config);
+    if (!s_dtype_ok(dtype))
+        return com_error_set(err, COM_EINVAL, "gemm_wgmma: dtype %d", (int)dtype);
     if (!s_device_ok())
         return com_error_set(err, COM_EUNSUPPORTED, "gemm_wgmma: needs compute capability 9.0");
     if (!g_encode) {
@@ -838,20 +870,24 @@ int kern_gemm_wgmma_prepare(int32_t config, com_error_t *err) {
         g_encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
     }
     const Entry &e = kConfigs[config];
+    const kernel_t kernel = e.kernel[dtype];
     KERN_CUDA_TRY(
-        cudaFuncSetAttribute(e.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)e.smem),
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)e.smem),
         err);
     if (e.ln)
         KERN_CUDA_TRY(
-            cudaFuncSetAttribute(e.kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), err);
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), err);
     return 0;
 }
 
-int kern_gemm_wgmma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x, const uint16_t *w,
-                         const uint16_t *b, const kern_linear_ln_t *ln, int32_t n, int32_t in,
-                         int32_t out, cudaStream_t stream, com_error_t *err) {
+int kern_gemm_wgmma_cuda(int32_t config, kern_dtype_t dtype, int epi, uint16_t *y,
+                         const uint16_t *x, const uint16_t *w, const uint16_t *b,
+                         const kern_linear_ln_t *ln, int32_t n, int32_t in, int32_t out,
+                         cudaStream_t stream, com_error_t *err) {
+    if (!s_dtype_ok(dtype))
+        return com_error_set(err, COM_EINVAL, "gemm_wgmma: dtype %d", (int)dtype);
     const bool fuses_ln = kern_gemm_wgmma_fuses_ln(config);
-    if (!kern_gemm_wgmma_valid(config, n, in, out) || epi < 0 || epi > 3 ||
+    if (!kern_gemm_wgmma_valid(config, dtype, n, in, out) || epi < 0 || epi > 3 ||
         (epi == 3) != fuses_ln || !y || !x || !w || (epi >= 1 && !b) || !kern::aligned16(y) ||
         !kern::aligned16(x) || !kern::aligned16(w) || !g_encode)
         return com_error_set(err, COM_EINVAL,
@@ -871,14 +907,17 @@ int kern_gemm_wgmma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x
                                  "residual, 16-byte aligned residual, out_f32 and out_f16, and "
                                  "eps >= 0");
         lnv = *ln;
+        /* y is binary16 too: a second store of the same values to the same place is not needed */
+        if (dtype == KERN_DTYPE_F16 && lnv.out_f16 == y)
+            lnv.out_f16 = nullptr;
     }
     const Entry &e = kConfigs[config];
     CUtensorMap tx, tw, ty;
-    int rc = s_encode(&tx, x, n, in, e.bm, err);
+    int rc = s_encode(&tx, dtype, x, n, in, e.bm, err);
     if (rc == 0)
-        rc = s_encode(&tw, w, out, in, e.bn, err);
+        rc = s_encode(&tw, dtype, w, out, in, e.bn, err);
     if (rc == 0)
-        rc = s_encode(&ty, y, n, out, e.out_rows, err);
+        rc = s_encode(&ty, dtype, y, n, out, e.out_rows, err);
     if (rc != 0)
         return rc;
     /* split-K and LayerNorm: one CTA per tile and rank; otherwise persistent, at most one CTA
@@ -892,8 +931,8 @@ int kern_gemm_wgmma_cuda(int32_t config, int epi, uint16_t *y, const uint16_t *x
     /* LayerNorm: a row block's column tiles and K ranges form one cluster (split-K alone has
      * its cluster shape compiled in) */
     const dim3 cluster = e.ln ? dim3((unsigned)col_tiles, 1u, (unsigned)e.split) : dim3(1, 1, 1);
-    KERN_CUDA_TRY(kern::launch_cluster(e.kernel, grid, cluster, dim3((unsigned)e.threads), e.smem,
-                                       stream, tx, tw, ty, y, b, lnv, n, in, out, epi),
+    KERN_CUDA_TRY(kern::launch_cluster(e.kernel[dtype], grid, cluster, dim3((unsigned)e.threads),
+                                       e.smem, stream, tx, tw, ty, y, b, lnv, n, in, out, epi),
                   err);
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <utility>
 
+#include "kernels/kern_abi.h"
 #include "kernels/kern_cuda.h"
 
 namespace kern {
@@ -139,6 +140,39 @@ template <int VEC> __device__ __forceinline__ void store_f16(uint16_t *p, const 
 #pragma unroll
         for (int j = 0; j < VEC; j++)
             p[j] = __half_as_ushort(__float2half_rn(f[j]));
+    }
+}
+
+/* The 16-bit type as a template parameter (kern_dtype_t, kern_abi.h): one kernel body serves
+ * bf16 and binary16 weights and activations. to_f32 / load16 / store16 / pack16 dispatch to the
+ * functions above; mma16 is mma.sync m16n8k16 of that type (as mma_bf16, below). */
+template <kern_dtype_t D> __device__ __forceinline__ float to_f32(uint16_t v) {
+    if constexpr (D == KERN_DTYPE_F16)
+        return __half2float(__ushort_as_half(v));
+    else
+        return bf2f(v);
+}
+template <kern_dtype_t D, int VEC>
+__device__ __forceinline__ void load16(const uint16_t *p, float *f) {
+    if constexpr (D == KERN_DTYPE_F16)
+        load_f16<VEC>(p, f);
+    else
+        load_bf16<VEC>(p, f);
+}
+template <kern_dtype_t D, int VEC>
+__device__ __forceinline__ void store16(uint16_t *p, const float *f) {
+    if constexpr (D == KERN_DTYPE_F16)
+        store_f16<VEC>(p, f);
+    else
+        store_bf16<VEC>(p, f);
+}
+/* two floats as one register of two 16-bit values of type D (lo in the low half) */
+template <kern_dtype_t D> __device__ __forceinline__ uint32_t pack16(float lo, float hi) {
+    if constexpr (D == KERN_DTYPE_F16) {
+        const __half2 v = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<const uint32_t *>(&v);
+    } else {
+        return pack_bf16(lo, hi);
     }
 }
 
@@ -311,6 +345,17 @@ __device__ __forceinline__ void mma_bf16(float *d, const uint32_t *a, uint32_t b
                  "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <kern_dtype_t D>
+__device__ __forceinline__ void mma16(float *d, const uint32_t *a, uint32_t b0, uint32_t b1) {
+    if constexpr (D == KERN_DTYPE_F16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                     "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        mma_bf16(d, a, b0, b1);
 }
 
 /* Programmatic dependent launch (sm_90). Every kernel launched by kern::launch calls pdl_wait()

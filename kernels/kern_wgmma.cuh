@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "kernels/kern_abi.h"
+
 /* true iff the current device runs the sm_90a kernels (compute capability 9.0); asked once per
  * device (gemm_wgmma.cu) */
 bool kern_sm90a_device(void);
@@ -77,24 +79,40 @@ template <int N> __device__ __forceinline__ void acc_fence(uint32_t (&d)[N]) {
  * fp32 accumulation; A K-major, B K-major (TB 0) or MN-major (TB 1). A, B, S, T: the operand
  * numbers after the N/2 accumulators. */
 #define EMBER_WGMMA_SS(N, REGS, A, B, S, T, ...)                                                   \
-    template <int TB>                                                                              \
+    template <int TB, kern_dtype_t D>                                                              \
     __device__ __forceinline__ void wgmma_ss##N(float *d, uint64_t a, uint64_t b, int scale_d) {   \
-        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " S ", 0;\n"                              \
-                     " wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" REGS "}, " A    \
-                     ", " B ", p, 1, 1, 0, " T ";\n}\n"                                            \
-                     : __VA_ARGS__                                                                 \
-                     : "l"(a), "l"(b), "r"(scale_d), "n"(TB));                                     \
+        if constexpr (D == KERN_DTYPE_F16)                                                         \
+            asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " S ", 0;\n"                          \
+                         " wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.f16.f16 {" REGS "}, " A  \
+                         ", " B ", p, 1, 1, 0, " T ";\n}\n"                                        \
+                         : __VA_ARGS__                                                             \
+                         : "l"(a), "l"(b), "r"(scale_d), "n"(TB));                                 \
+        else                                                                                       \
+            asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " S ", 0;\n"                          \
+                         " wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" REGS        \
+                         "}, " A ", " B ", p, 1, 1, 0, " T ";\n}\n"                                \
+                         : __VA_ARGS__                                                             \
+                         : "l"(a), "l"(b), "r"(scale_d), "n"(TB));                                 \
     }
 /* RS: as SS with A's k16 slice in registers (a[4], the fragment layout above). */
 #define EMBER_WGMMA_RS(N, REGS, A, B, S, T, ...)                                                   \
-    template <int TB>                                                                              \
+    template <int TB, kern_dtype_t D>                                                              \
     __device__ __forceinline__ void wgmma_rs##N(float *d, const uint32_t *a, uint64_t b,           \
                                                 int scale_d) {                                     \
-        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " S ", 0;\n"                              \
-                     " wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" REGS "}, " A    \
-                     ", " B ", p, 1, 1, " T ";\n}\n"                                               \
-                     : __VA_ARGS__                                                                 \
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d), "n"(TB)); \
+        if constexpr (D == KERN_DTYPE_F16)                                                         \
+            asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " S ", 0;\n"                          \
+                         " wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.f16.f16 {" REGS "}, " A  \
+                         ", " B ", p, 1, 1, " T ";\n}\n"                                           \
+                         : __VA_ARGS__                                                             \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d),       \
+                           "n"(TB));                                                               \
+        else                                                                                       \
+            asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " S ", 0;\n"                          \
+                         " wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" REGS        \
+                         "}, " A ", " B ", p, 1, 1, " T ";\n}\n"                                   \
+                         : __VA_ARGS__                                                             \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d),       \
+                           "n"(TB));                                                               \
     }
 #define EMBER_ACC16  EMBER_F8(0), EMBER_F8(8)
 #define EMBER_ACC32  EMBER_ACC16, EMBER_F8(16), EMBER_F8(24)
@@ -121,24 +139,25 @@ EMBER_WGMMA_RS(64, EMBER_R32, "{%32, %33, %34, %35}", "%36", "%37", "%38", EMBER
 #undef EMBER_R16
 #undef EMBER_F8
 
-/* wgmma_ss<N, TB> and wgmma_rs<N, TB>: the above by width */
-template <int N, int TB>
+/* wgmma_ss<N, TB, D> and wgmma_rs<N, TB, D>: the above by width, for operands of type D
+ * (kern_dtype_t: bf16 by default, or binary16) */
+template <int N, int TB, kern_dtype_t D = KERN_DTYPE_BF16>
 __device__ __forceinline__ void wgmma_ss(float *d, uint64_t a, uint64_t b, int scale_d) {
     if constexpr (N == 64)
-        wgmma_ss64<TB>(d, a, b, scale_d);
+        wgmma_ss64<TB, D>(d, a, b, scale_d);
     else if constexpr (N == 128)
-        wgmma_ss128<TB>(d, a, b, scale_d);
+        wgmma_ss128<TB, D>(d, a, b, scale_d);
     else if constexpr (N == 192)
-        wgmma_ss192<TB>(d, a, b, scale_d);
+        wgmma_ss192<TB, D>(d, a, b, scale_d);
     else
-        wgmma_ss256<TB>(d, a, b, scale_d);
+        wgmma_ss256<TB, D>(d, a, b, scale_d);
 }
-template <int N, int TB>
+template <int N, int TB, kern_dtype_t D = KERN_DTYPE_BF16>
 __device__ __forceinline__ void wgmma_rs(float *d, const uint32_t *a, uint64_t b, int scale_d) {
     if constexpr (N == 32)
-        wgmma_rs32<TB>(d, a, b, scale_d);
+        wgmma_rs32<TB, D>(d, a, b, scale_d);
     else
-        wgmma_rs64<TB>(d, a, b, scale_d);
+        wgmma_rs64<TB, D>(d, a, b, scale_d);
 }
 } // namespace kern
 

@@ -1,20 +1,23 @@
-/* kernels/linear.cu — dense layers on the GPU: a plan per (shape, epilogue) holding either a
- * cuBLASLt algorithm or one of our own tensor-core GEMM configurations (gemm_mma.cu,
+/* kernels/linear.cu — dense layers on the GPU: a plan per (shape, epilogue, dtype) holding either
+ * a cuBLASLt algorithm or one of our own tensor-core GEMM configurations (gemm_mma.cu,
  * gemm_wgmma.cu); contract in linear.h, plain-C reference kern_linear_ref beside it.
  *
  * cuBLASLt: row-major y[n, out] = x[n, in] W[out, in]^T is, in cuBLASLt's column-major terms,
  * Y(out x n) = op_T(W: in x out, ld in) * X(in x n, ld in): the "TN" GEMM, the layout cuBLASLt's
- * fastest kernels expect. bf16 A/B/C/D, CUBLAS_COMPUTE_32F (fp32 accumulation), scale type fp32;
- * the bias (bf16, length out = the rows of Y) is added by CUBLASLT_EPILOGUE_BIAS in fp32 before
- * the single rounding to bf16. cuBLASLt's GELU epilogues use the tanh approximation, not BERT's
- * erf GELU, so a cuBLASLt BIAS_GELU plan runs the BIAS GEMM and then kern_bias_gelu_cuda in
- * place (two roundings); our kernels fuse bias + erf GELU and round once. In-place split-K
- * (counters, order-dependent sums) is masked out, so every candidate is deterministic.
+ * fastest kernels expect. A/B/C/D of the plan's dtype (CUDA_R_16BF or CUDA_R_16F),
+ * CUBLAS_COMPUTE_32F (fp32 accumulation), scale type fp32; the bias (the same type, length out =
+ * the rows of Y) is added by CUBLASLT_EPILOGUE_BIAS in fp32 before the single rounding to 16 bits.
+ * Our configurations exist for both types; the plan's dtype picks the instantiation. cuBLASLt's
+ * GELU epilogues use the tanh approximation, not BERT's erf GELU, so a cuBLASLt BIAS_GELU plan
+ * runs the BIAS GEMM and then kern_bias_gelu_cuda in place (two roundings); our kernels fuse
+ * bias + erf GELU and round once. In-place split-K (counters, order-dependent sums) is masked
+ * out, so every candidate is deterministic.
  * BIAS_ADD_LN (the post-LN sublayer end) runs one of two ways: unfused, any algorithm with the
- * bias epilogue writes the GEMM to ln->scratch (bf16) and kern_add_layernorm(_bf16)_cuda adds
- * the residual and normalises into y; fused, one of gemm_wgmma.cu's LayerNorm configurations
- * (kern_gemm_wgmma_fuses_ln) does it all in its epilogue. Those run nothing else, so which of our
- * configurations a plan may use depends on its epilogue: s_own_valid, the one place that says so.
+ * bias epilogue writes the GEMM to ln->scratch (the dtype) and kern_add_layernorm_cuda adds the
+ * residual and normalises into y (its out_bf16 or, in an f16 plan, its out_f16); fused, one of
+ * gemm_wgmma.cu's LayerNorm configurations (kern_gemm_wgmma_fuses_ln) does it all in its
+ * epilogue. Those run nothing else, so which of our configurations a plan may use depends on its
+ * epilogue: s_own_valid, the one place that says so.
  * The heuristic runs once, in kern_linear_plan_new (start-up), which also sets up the
  * shared-memory limits of the configurations of ours the plan can ever launch (the one a
  * negative rank names; those the tuner may time, s_tunable); kern_linear_cuda only launches with
@@ -22,7 +25,8 @@
  * allocation-free. kern_linear_plan_tune times each candidate as the whole op, queued behind a
  * short spin kernel so that host launch overhead (which a CUDA graph does not pay) does not decide.
  * Stream: the caller's. Tested by tests/test_kernels_cuda.c (heuristic ranks 0-3, each of our
- * configurations, tuned; every epilogue); timed by bench_kernels_cuda ("linear ..." rows). */
+ * configurations, tuned; every epilogue; both dtypes); timed by bench_kernels_cuda ("linear ..."
+ * rows; its gemms mode in either dtype). */
 #include <stdlib.h>
 
 #include "kernels/add_layernorm.h"
@@ -35,6 +39,7 @@
 struct kern_linear_plan {
     int32_t n, in, out;
     kern_linear_epilogue_t epi;
+    kern_dtype_t dtype;     /* of x, w, b, y and ln->scratch */
     int32_t rank;           /* the choice: >= 0 cuBLASLt cand[rank], < 0 KERN_LINEAR_OWN(c) */
     int32_t alternative;    /* the other engine's fastest rank at the last tune, else rank */
     size_t workspace_bytes; /* what the chosen algorithm needs */
@@ -66,11 +71,13 @@ static bool s_own_fuses_ln(int32_t c) {
 /* Our configuration c can run a plan of epilogue epi at this shape. The fusing configurations
  * run only BIAS_ADD_LN; the others run every epilogue, BIAS_ADD_LN the unfused way (their bias
  * GEMM into ln->scratch, then the LayerNorm kernel). */
-static bool s_own_valid(int32_t c, kern_linear_epilogue_t epi, int32_t n, int32_t in, int32_t out) {
+static bool s_own_valid(int32_t c, kern_linear_epilogue_t epi, kern_dtype_t dtype, int32_t n,
+                        int32_t in, int32_t out) {
     const int32_t m = kern_gemm_mma_count();
     if (s_own_fuses_ln(c) && epi != KERN_LINEAR_BIAS_ADD_LN)
         return false;
-    return c < m ? kern_gemm_mma_valid(c, n, in, out) : kern_gemm_wgmma_valid(c - m, n, in, out);
+    return c < m ? kern_gemm_mma_valid(c, n, in, out)
+                 : kern_gemm_wgmma_valid(c - m, dtype, n, in, out);
 }
 
 static bool s_own_worth(int32_t c, int32_t n) {
@@ -83,18 +90,19 @@ static const char *s_own_name(int32_t c) {
     return c < m ? kern_gemm_mma_name(c) : kern_gemm_wgmma_name(c - m);
 }
 
-static int s_own_prepare(int32_t c, com_error_t *err) {
+static int s_own_prepare(int32_t c, kern_dtype_t dtype, com_error_t *err) {
     const int32_t m = kern_gemm_mma_count();
-    return c < m ? kern_gemm_mma_prepare(c, err) : kern_gemm_wgmma_prepare(c - m, err);
+    return c < m ? kern_gemm_mma_prepare(c, dtype, err)
+                 : kern_gemm_wgmma_prepare(c - m, dtype, err);
 }
 
 /* ln: epi 3 only (a fusing configuration), else NULL */
-static int s_own_run(int32_t c, int epi, uint16_t *y, const uint16_t *x, const uint16_t *w,
-                     const uint16_t *b, const kern_linear_ln_t *ln, int32_t n, int32_t in,
-                     int32_t out, cudaStream_t stream, com_error_t *err) {
+static int s_own_run(int32_t c, kern_dtype_t dtype, int epi, uint16_t *y, const uint16_t *x,
+                     const uint16_t *w, const uint16_t *b, const kern_linear_ln_t *ln, int32_t n,
+                     int32_t in, int32_t out, cudaStream_t stream, com_error_t *err) {
     const int32_t m = kern_gemm_mma_count();
-    return c < m ? kern_gemm_mma_cuda(c, epi, y, x, w, b, n, in, out, stream, err)
-                 : kern_gemm_wgmma_cuda(c - m, epi, y, x, w, b, ln, n, in, out, stream, err);
+    return c < m ? kern_gemm_mma_cuda(c, dtype, epi, y, x, w, b, n, in, out, stream, err)
+                 : kern_gemm_wgmma_cuda(c - m, dtype, epi, y, x, w, b, ln, n, in, out, stream, err);
 }
 
 /* Candidate rank of plan p runs the LayerNorm as a kernel of its own (after a GEMM into
@@ -103,10 +111,15 @@ static bool s_ln_unfused(const kern_linear_plan_t *p, int32_t rank) {
     return p->epi == KERN_LINEAR_BIAS_ADD_LN && !(rank < 0 && s_own_fuses_ln(-1 - rank));
 }
 
+/* appended to the description of an f16 plan (a bf16 one keeps its names) */
+static const char *s_dtype_suffix(const kern_linear_plan_t *p) {
+    return p->dtype == KERN_DTYPE_F16 ? " f16" : "";
+}
+
 static void s_describe(kern_linear_plan_t *p) {
     if (p->rank < 0) {
-        snprintf(p->desc, sizeof p->desc, "%s%s", s_own_name(-1 - p->rank),
-                 s_ln_unfused(p, p->rank) ? " +ln" : "");
+        snprintf(p->desc, sizeof p->desc, "%s%s%s", s_own_name(-1 - p->rank),
+                 s_ln_unfused(p, p->rank) ? " +ln" : "", s_dtype_suffix(p));
         return;
     }
     int32_t id = -1;
@@ -117,11 +130,12 @@ static void s_describe(kern_linear_plan_t *p) {
     cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &got);
     cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk,
                                          &got);
-    snprintf(p->desc, sizeof p->desc, "cublasLt #%d algo %d tile %u splitK %u%s", (int)p->rank,
+    snprintf(p->desc, sizeof p->desc, "cublasLt #%d algo %d tile %u splitK %u%s%s", (int)p->rank,
              (int)id, (unsigned)tile, (unsigned)splitk,
              p->epi == KERN_LINEAR_BIAS_GELU ? " +gelu"
              : s_ln_unfused(p, p->rank)      ? " +ln"
-                                             : "");
+                                             : "",
+             s_dtype_suffix(p));
 }
 
 extern "C" const char *kern_linear_plan_describe(const kern_linear_plan_t *p) {
@@ -147,7 +161,7 @@ extern "C" void kern_linear_plan_destroy(kern_linear_plan_t **self_p) {
 /* Our configuration c may be timed (and so chosen) by kern_linear_plan_tune for the plan's
  * shape: the one test both s_plan_init (which prepares it) and the tuner use. */
 static bool s_tunable(const kern_linear_plan_t *p, int32_t c) {
-    return s_own_valid(c, p->epi, p->n, p->in, p->out) && s_own_worth(c, p->n);
+    return s_own_valid(c, p->epi, p->dtype, p->n, p->in, p->out) && s_own_worth(c, p->n);
 }
 
 static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t workspace_bytes,
@@ -165,15 +179,15 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
     KERN_CUBLAS_TRY(
         cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
         err);
-    if (bias) {
-        const cudaDataType_t bt = CUDA_R_16BF;
+    /* A, B, C, D and the bias: all of the plan's 16-bit type */
+    const cudaDataType_t t = p->dtype == KERN_DTYPE_F16 ? CUDA_R_16F : CUDA_R_16BF;
+    if (bias)
         KERN_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                       &bt, sizeof bt),
+                                                       &t, sizeof t),
                         err);
-    }
-    KERN_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, p->in, p->out, p->in), err);
-    KERN_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, p->in, p->n, p->in), err);
-    KERN_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_16BF, p->out, p->n, p->out), err);
+    KERN_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->a, t, p->in, p->out, p->in), err);
+    KERN_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->b, t, p->in, p->n, p->in), err);
+    KERN_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&p->c, t, p->out, p->n, p->out), err);
     cublasLtMatmulPreference_t pref = NULL;
     KERN_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&pref), err);
     enum { kMaxAlgos = sizeof p->cand / sizeof *p->cand };
@@ -209,15 +223,15 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
      * negative rank asks for (whatever n) and those kern_linear_plan_tune may time and pick
      * (s_tunable); nothing else can become p->rank. */
     for (int32_t c = 0; c < kern_linear_own_count(); c++)
-        if (KERN_LINEAR_OWN(c) == rank ? s_own_valid(c, p->epi, p->n, p->in, p->out)
+        if (KERN_LINEAR_OWN(c) == rank ? s_own_valid(c, p->epi, p->dtype, p->n, p->in, p->out)
                                        : s_tunable(p, c)) {
-            const int rc = s_own_prepare(c, err);
+            const int rc = s_own_prepare(c, p->dtype, err);
             if (rc != 0)
                 return rc;
         }
     if (rank < 0) {
         const int32_t c = -1 - rank;
-        if (c < kern_linear_own_count() && s_own_valid(c, p->epi, p->n, p->in, p->out)) {
+        if (c < kern_linear_own_count() && s_own_valid(c, p->epi, p->dtype, p->n, p->in, p->out)) {
             p->rank = p->alternative = rank;
             p->workspace_bytes = 0;
             return 0;
@@ -240,17 +254,20 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
 
 extern "C" int kern_linear_plan_new(cublasLtHandle_t lt, int32_t n, int32_t in, int32_t out,
                                     kern_linear_epilogue_t epi, size_t workspace_bytes,
-                                    int32_t rank, kern_linear_plan_t **out_plan, com_error_t *err) {
+                                    int32_t rank, kern_dtype_t dtype, kern_linear_plan_t **out_plan,
+                                    com_error_t *err) {
     *out_plan = NULL;
     if (!lt || n < 1 || in < 1 || out < 1 || rank < KERN_LINEAR_OWN(kern_linear_own_count() - 1) ||
         (epi != KERN_LINEAR_NONE && epi != KERN_LINEAR_BIAS && epi != KERN_LINEAR_BIAS_GELU &&
          epi != KERN_LINEAR_BIAS_ADD_LN))
         return com_error_set(err, COM_EINVAL, "linear plan: n %d, in %d, out %d, epi %d, rank %d",
                              (int)n, (int)in, (int)out, (int)epi, (int)rank);
+    if (dtype != KERN_DTYPE_BF16 && dtype != KERN_DTYPE_F16)
+        return com_error_set(err, COM_EINVAL, "linear plan: dtype %d", (int)dtype);
     kern_linear_plan_t *p = (kern_linear_plan_t *)calloc(1, sizeof *p);
     if (!p)
         return com_error_set(err, COM_ENOMEM, "linear plan: out of memory");
-    p->n = n, p->in = in, p->out = out, p->epi = epi;
+    p->n = n, p->in = in, p->out = out, p->epi = epi, p->dtype = dtype;
     int rc = s_plan_init(p, lt, workspace_bytes, rank, err);
     if (rc != 0) {
         kern_linear_plan_destroy(&p);
@@ -262,7 +279,9 @@ extern "C" int kern_linear_plan_new(cublasLtHandle_t lt, int32_t n, int32_t in, 
 }
 
 /* BIAS_ADD_LN's LayerNorm as a kernel of its own: y = LN(ln->scratch + residual) (the bias is
- * in scratch already), whichever residual stream ln carries. */
+ * in scratch already), whichever residual stream ln carries. scratch and y are of the plan's
+ * dtype: y is the LayerNorm's bf16 output, or in an f16 plan its binary16 one (ln->out_f16 is
+ * then NULL or y: s_ln_check). */
 static int s_add_ln(const kern_linear_plan_t *p, uint16_t *y, const kern_linear_ln_t *ln,
                     cudaStream_t stream, com_error_t *err) {
     const void *res = ln->residual       ? (const void *)ln->residual
@@ -271,9 +290,10 @@ static int s_add_ln(const kern_linear_plan_t *p, uint16_t *y, const kern_linear_
     const kern_residual_type_t rt = ln->residual       ? KERN_RESIDUAL_F32
                                     : ln->residual_f16 ? KERN_RESIDUAL_F16
                                                        : KERN_RESIDUAL_BF16;
-    return kern_add_layernorm_cuda(ln->out_f32, ln->out_f16, y, ln->scratch, NULL, res, rt,
-                                   ln->gamma, ln->beta, p->n, ln->n_rows, p->out, ln->eps, stream,
-                                   err);
+    const bool f16 = p->dtype == KERN_DTYPE_F16;
+    return kern_add_layernorm_cuda(ln->out_f32, f16 ? y : ln->out_f16, f16 ? NULL : y, ln->scratch,
+                                   NULL, p->dtype, res, rt, ln->gamma, ln->beta, p->n, ln->n_rows,
+                                   p->out, ln->eps, stream, err);
 }
 
 /* The whole op of candidate rank (see kern_linear_plan::rank) on stream; ln checked by the
@@ -284,20 +304,21 @@ static int s_run(cublasLtHandle_t lt, const kern_linear_plan_t *p, int32_t rank,
                  com_error_t *err) {
     const bool ln_kernel = s_ln_unfused(p, rank);
     if (rank < 0 && p->epi == KERN_LINEAR_BIAS_ADD_LN && !ln_kernel) /* fused */
-        return s_own_run(-1 - rank, (int)p->epi, y, x, w, b, ln, p->n, p->in, p->out, stream, err);
+        return s_own_run(-1 - rank, p->dtype, (int)p->epi, y, x, w, b, ln, p->n, p->in, p->out,
+                         stream, err);
     /* unfused BIAS_ADD_LN: the bias GEMM into scratch, then the LayerNorm into y */
     uint16_t *g = ln_kernel ? ln->scratch : y;
     int rc = 0;
     if (rank < 0) {
-        rc = s_own_run(-1 - rank, ln_kernel ? (int)KERN_LINEAR_BIAS : (int)p->epi, g, x, w, b, NULL,
-                       p->n, p->in, p->out, stream, err);
+        rc = s_own_run(-1 - rank, p->dtype, ln_kernel ? (int)KERN_LINEAR_BIAS : (int)p->epi, g, x,
+                       w, b, NULL, p->n, p->in, p->out, stream, err);
     } else {
         const float alpha = 1.0f, beta = 0.0f;
         KERN_CUBLAS_TRY(cublasLtMatmul(lt, p->op, &alpha, w, p->a, x, p->b, &beta, g, p->c, g, p->c,
                                        &p->cand[rank], workspace, p->cand_ws[rank], stream),
                         err);
         if (p->epi == KERN_LINEAR_BIAS_GELU)
-            rc = kern_bias_gelu_cuda(y, NULL, p->n, NULL, p->out, stream, err);
+            rc = kern_bias_gelu_cuda(y, NULL, p->n, NULL, p->out, p->dtype, stream, err);
     }
     if (rc == 0 && ln_kernel)
         rc = s_add_ln(p, y, ln, stream, err);
@@ -332,6 +353,12 @@ static int s_ln_check(const kern_linear_plan_t *p, const uint16_t *y, const uint
     if (s == y || s == x || s == ln->residual_bf16 || s == ln->residual_f16 || s == ln->residual ||
         s == ln->out_f32 || s == ln->out_f16)
         return com_error_set(err, COM_EINVAL, "%s: ln->scratch is one of the other operands", who);
+    /* an f16 plan's y is the binary16 output already (the unfused LayerNorm kernel has one) */
+    if (p->dtype == KERN_DTYPE_F16 && ln->out_f16 && ln->out_f16 != y)
+        return com_error_set(err, COM_EINVAL,
+                             "%s: an f16 plan writes y as binary16; ln->out_f16 must be NULL "
+                             "or y",
+                             who);
     return 0;
 }
 

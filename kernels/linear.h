@@ -2,7 +2,8 @@
  * layout [out, in]. Reference/CPU version (OpenBLAS cblas_sgemm, which uses the threads
  * openblas_set_num_threads gave it); the CUDA version is kern_linear_cuda (cuBLASLt or our own
  * tensor-core GEMMs, gemm_mma.cu / gemm_wgmma.cu, with fused bias / bias + GELU epilogues, and
- * bias + residual + LayerNorm: fused on Hopper, else the GEMM then kern_add_layernorm_cuda). */
+ * bias + residual + LayerNorm: fused on Hopper, else the GEMM then kern_add_layernorm_cuda), its
+ * 16-bit operands bf16 or IEEE binary16, as the plan's dtype says. */
 #ifndef EMBER_KERNELS_LINEAR_H
 #define EMBER_KERNELS_LINEAR_H
 
@@ -24,7 +25,7 @@ void kern_linear_ref(float *y,       /* [n, out], host, fp32 */
                      const float *b, /* [out], host, fp32, or NULL */
                      int32_t n, int32_t in, int32_t out);
 
-/* What a plan adds to the product before the one rounding to bf16 (fp32 math). */
+/* What a plan adds to the product before the one rounding to its 16-bit dtype (fp32 math). */
 typedef enum kern_linear_epilogue {
     KERN_LINEAR_NONE = 0,      /* y = x W^T */
     KERN_LINEAR_BIAS = 1,      /* y = x W^T + b */
@@ -35,11 +36,12 @@ typedef enum kern_linear_epilogue {
 } kern_linear_epilogue_t;
 
 /* The extra operands of KERN_LINEAR_BIAS_ADD_LN (device pointers). The residual stream is fp32
- * (residual), bf16 (residual_bf16, usually the same buffer as y) or IEEE binary16
- * (residual_f16); exactly one of the three is set. The LayerNorm's statistics and output are
- * computed in fp32 and written as bf16 to y (always), as fp32 to out_f32 and as binary16 to
- * out_f16 (each when not NULL; either may be the residual's own buffer: updated in place). Rows
- * t >= *n_rows (when n_rows is not NULL) are not written. */
+ * (residual), bf16 (residual_bf16, usually the same buffer as y in a bf16 plan) or IEEE binary16
+ * (residual_f16, likewise in an f16 plan); exactly one of the three is set, whatever the plan's
+ * dtype. The LayerNorm's statistics and output are computed in fp32 and written in the plan's
+ * dtype to y (always), as fp32 to out_f32 and as binary16 to out_f16 (each when not NULL; either
+ * may be the residual's own buffer: updated in place). In an f16 plan y is binary16 already, so
+ * out_f16 must be NULL or y. Rows t >= *n_rows (when n_rows is not NULL) are not written. */
 typedef struct kern_linear_ln {
     const float *residual;         /* [n, out] fp32, or NULL */
     const uint16_t *residual_bf16; /* [n, out] bf16, or NULL */
@@ -49,46 +51,50 @@ typedef struct kern_linear_ln {
     float *out_f32;        /* [n, out] fp32, or NULL; may be residual */
     uint16_t *out_f16;     /* [n, out] binary16, or NULL; may be residual_f16 */
     const int32_t *n_rows; /* [1] device, or NULL: all n rows */
-    /* [n, out] bf16 that no other operand overlaps: the GEMM's output when the plan's algorithm
-     * runs the LayerNorm as a kernel of its own (cuBLASLt, gemm_mma: the GEMM's sum is then
-     * rounded to bf16 before the add, as the unfused layer does) */
+    /* [n, out] of the plan's dtype that no other operand overlaps: the GEMM's output when the
+     * plan's algorithm runs the LayerNorm as a kernel of its own (cuBLASLt, gemm_mma: the GEMM's
+     * sum is then rounded to 16 bits before the add, as the unfused layer does) */
     uint16_t *scratch;
 } kern_linear_ln_t;
 
 #ifdef EMBER_HAVE_CUDA
-/* CUDA (linear.cu): y = epi(x W^T + b), bf16 in/out, fp32 accumulation, through one of two
- * engines: a cuBLASLt algorithm (the bias added by its BIAS epilogue in fp32; for BIAS_GELU a
- * separate kern_bias_gelu_cuda pass follows, as cuBLASLt's GELU is the tanh form), or one of our
- * own tensor-core GEMM configurations (gemm_mma.cu, gemm_wgmma.cu: the whole epilogue fused,
- * rounded once; needs in % 8 == 0, out % 8 == 0 and 16-byte aligned x, w, y). BIAS_ADD_LN runs
- * either fused, by one of gemm_wgmma's LayerNorm configurations (Hopper; they run no other
- * epilogue; aligned LayerNorm operands too), or unfused, by any other candidate: its
- * BIAS GEMM into ln->scratch (rounded to bf16), then kern_add_layernorm_cuda into y (and out_f32,
- * out_f16). A plan fixes the shape, the epilogue and the algorithm. kern_linear_cuda then makes
- * no query, allocates nothing, is deterministic and is safe inside CUDA graph capture (the caller
- * passes a preallocated workspace of at least the plan's workspace_bytes). A plan belongs to one
- * thread at a time: kern_linear_cuda sets the bias pointer on its cuBLASLt descriptor (a
- * host-side attribute; a captured graph keeps the value it saw). */
+/* CUDA (linear.cu): y = epi(x W^T + b), 16-bit in/out (x, w, b, y and ln->scratch all of the
+ * plan's dtype: bf16, or IEEE binary16 for models whose activations stay in its range), fp32
+ * accumulation (cuBLASLt: CUBLAS_COMPUTE_32F either way), through one of two engines: a cuBLASLt
+ * algorithm (the bias added by its BIAS epilogue in fp32; for BIAS_GELU a separate
+ * kern_bias_gelu_cuda pass follows, as cuBLASLt's GELU is the tanh form), or one of our own
+ * tensor-core GEMM configurations (gemm_mma.cu, gemm_wgmma.cu: the whole epilogue fused, rounded
+ * once; needs in % 8 == 0, out % 8 == 0 and 16-byte aligned x, w, y). BIAS_ADD_LN runs either
+ * fused, by one of gemm_wgmma's LayerNorm configurations (Hopper; they run no other epilogue;
+ * aligned LayerNorm operands too), or unfused, by any other candidate: its BIAS GEMM into
+ * ln->scratch (rounded to the dtype), then kern_add_layernorm_cuda into y (and out_f32,
+ * out_f16). A plan fixes the shape, the epilogue, the dtype and the algorithm. kern_linear_cuda
+ * then makes no query, allocates nothing, is deterministic and is safe inside CUDA graph capture
+ * (the caller passes a preallocated workspace of at least the plan's workspace_bytes). A plan
+ * belongs to one thread at a time: kern_linear_cuda sets the bias pointer on its cuBLASLt
+ * descriptor (a host-side attribute; a captured graph keeps the value it saw). */
 typedef struct kern_linear_plan kern_linear_plan_t;
 
 /* Plan ranks: rank >= 0 is cuBLASLt's heuristic choice number rank (0 = its first choice);
- * KERN_LINEAR_OWN(c) (negative) is our configuration c, 0 <= c < kern_linear_own_count(). The
- * same numbers come back from kern_linear_plan_tune's *chosen. */
+ * KERN_LINEAR_OWN(c) (negative) is our configuration c, 0 <= c < kern_linear_own_count(), the
+ * same tiles in either dtype. The same numbers come back from kern_linear_plan_tune's *chosen. */
 #define KERN_LINEAR_OWN(c) (-1 - (int32_t)(c))
 int32_t kern_linear_own_count(void);
 /* Revision of our GEMM kernels' code, part of the engine's tuning-cache fingerprint: bump it when
  * a change makes an existing configuration faster or slower (same names, other timings), so
- * that cached choices are timed again (2: gemm_wgmma's bias + GELU epilogue, 2026-12-01). */
-#define KERN_LINEAR_OWN_REVISION 2
+ * that cached choices are timed again (3: every configuration also built for binary16, the
+ * kernels now templates of the dtype, 2026-12-01). */
+#define KERN_LINEAR_OWN_REVISION 3
 
-/* Returns 0 with *out_plan, COM_EUNSUPPORTED when the heuristic offers fewer than rank + 1
- * algorithms or our configuration cannot run the shape and epilogue (the LayerNorm-fusing ones
- * run only BIAS_ADD_LN), COM_EINVAL, COM_ENOMEM or COM_EINTERNAL
- * (cuBLASLt or CUDA failed; err says where). The plan owns its descriptors; *out_plan is NULL on
- * error. */
+/* dtype: the 16-bit type of x, w, b, y and ln->scratch (cuBLASLt layouts and bias of
+ * CUDA_R_16BF or CUDA_R_16F; our configurations' instantiation of that type). Returns 0 with
+ * *out_plan, COM_EUNSUPPORTED when the heuristic offers fewer than rank + 1 algorithms or our
+ * configuration cannot run the shape and epilogue (the LayerNorm-fusing ones run only
+ * BIAS_ADD_LN), COM_EINVAL (also an unknown dtype), COM_ENOMEM or COM_EINTERNAL (cuBLASLt or
+ * CUDA failed; err says where). The plan owns its descriptors; *out_plan is NULL on error. */
 int kern_linear_plan_new(struct cublasLtContext *lt, int32_t n, int32_t in, int32_t out,
                          kern_linear_epilogue_t epi, size_t workspace_bytes, int32_t rank,
-                         kern_linear_plan_t **out_plan, com_error_t *err);
+                         kern_dtype_t dtype, kern_linear_plan_t **out_plan, com_error_t *err);
 void kern_linear_plan_destroy(kern_linear_plan_t **self_p);
 /* Times every candidate, each as the complete op the plan would run (cuBLASLt BIAS_GELU = GEMM +
  * GELU kernel; unfused BIAS_ADD_LN = GEMM + LayerNorm kernel): the heuristic's algorithms (up to
@@ -121,22 +127,24 @@ int32_t kern_linear_plan_alternative(const kern_linear_plan_t *p);
 int kern_linear_plan_choose(kern_linear_plan_t *p, int32_t rank, com_error_t *err);
 /* A short name of the plan's algorithm for logs ("cublasLt #0 algo 6 tile 18 splitK 1",
  * "mma 32x64 w4 splitk2"; " +gelu" / " +ln" appended when the GELU / the LayerNorm runs as a
- * kernel of its own); owned by the plan, valid until it is destroyed or tuned again. */
+ * kernel of its own, then " f16" for an f16 plan, so that names kept by a tuning cache differ
+ * by type); owned by the plan, valid until it is destroyed or tuned again. */
 const char *kern_linear_plan_describe(const kern_linear_plan_t *p);
 /* Runs y[n, out] = epi(x[n, in] w[out, in]^T + b[out]) for the plan's n. w and b (and ln's
  * gamma, beta) must be data that no kernel writes (weights): our configurations read them before
  * their PDL wait, while the previous kernel on the stream may still run. ln: the LayerNorm
  * operands, required iff the plan's epilogue is KERN_LINEAR_BIAS_ADD_LN (exactly one of
- * residual / residual_bf16, and gamma, beta and scratch set, eps >= 0; scratch none of y, x or
- * the other operands), ignored (may be NULL) otherwise; y then gets the LayerNorm output of rows
+ * residual / residual_bf16 / residual_f16, and gamma, beta and scratch set, eps >= 0; scratch
+ * none of y, x or the other operands; out_f16 NULL or y in an f16 plan), ignored (may be NULL)
+ * otherwise; y then gets the LayerNorm output of rows
  * t < *ln->n_rows (all n when n_rows is NULL), the others untouched. Returns 0, COM_EINVAL
  * (bad arguments, ln missing or inconsistent; for our configurations also pointers not 16-byte
  * aligned) or COM_EINTERNAL. Enqueued on stream. */
 int kern_linear_cuda(struct cublasLtContext *lt, const kern_linear_plan_t *p,
-                     uint16_t *y,       /* [n, out], device bf16 */
-                     const uint16_t *x, /* [n, in], device bf16 */
-                     const uint16_t *w, /* [out, in], device bf16 */
-                     const uint16_t *b, /* [out], device bf16; used iff the epilogue has a bias */
+                     uint16_t *y,       /* [n, out], device, the plan's dtype */
+                     const uint16_t *x, /* [n, in], device, the plan's dtype */
+                     const uint16_t *w, /* [out, in], device, the plan's dtype */
+                     const uint16_t *b, /* [out], device, the plan's dtype; iff there is a bias */
                      const kern_linear_ln_t *ln, /* BIAS_ADD_LN's operands, else ignored */
                      void *workspace, size_t workspace_bytes, struct CUstream_st *stream,
                      com_error_t *err);

@@ -120,10 +120,11 @@ static int32_t s_seqs(const com_model_info_t *in, int32_t n) {
     return scale > 1 && n / scale >= 1 ? (int32_t)(n / scale) : n;
 }
 
-/* The residual stream's range guard: a copy of the test model (the other files linked) with one
- * FFN sublayer end's LayerNorm gamma 4096 everywhere, so an output may reach sqrt(H - 1) 4096
- * (80k at H = 384), past binary16's 65504: the default (auto) falls back to fp32, and asking for
- * f16 is refused with COM_EUNSUPPORTED naming the bound. */
+/* The binary16 range guard: a copy of the test model (the other files linked) with one FFN
+ * sublayer end's LayerNorm gamma 4096 everywhere, so an output may reach sqrt(H - 1) 4096 (80k
+ * at H = 384), past binary16's 65504: the defaults (auto) fall back to bf16 activations and an
+ * fp32 residual stream, and asking for an f16 residual or f16 activations is refused with
+ * COM_EUNSUPPORTED naming the bound. */
 static void test_residual_range(const char *dir, const char *scratch) {
     char path[1024], model[640];
     snprintf(model, sizeof model, "%s/wide", scratch);
@@ -174,8 +175,9 @@ static void test_residual_range(const char *dir, const char *scratch) {
     wrk_cuda_stats_t sts;
     if (rc == 0) {
         CHECK(wrk_engine_cuda_stats(e, &sts, &err) == 0);
-        CHECK_MSG(sts.residual == 0, "wide model: residual type %d, want 0 (fp32)",
-                  (int)sts.residual);
+        CHECK_MSG(sts.residual == 0 && sts.dtype == 0,
+                  "wide model: residual type %d, dtype %d, want 0 (fp32), 0 (bf16)",
+                  (int)sts.residual, (int)sts.dtype);
         wrk_engine_destroy(&e);
     }
     o.device = "cuda:0,graphs=off,residual=f16";
@@ -183,6 +185,11 @@ static void test_residual_range(const char *dir, const char *scratch) {
     CHECK_MSG(rc == COM_EUNSUPPORTED && e == NULL && strstr(err.msg, "65504"),
               "wide model, residual=f16: rc %d (%s)", rc, err.msg);
     printf("residual range: auto keeps fp32, f16 refused (%s)\n", err.msg);
+    o.device = "cuda:0,graphs=off,dtype=f16";
+    rc = wrk_engine_new(model, &o, &e, &err);
+    CHECK_MSG(rc == COM_EUNSUPPORTED && e == NULL && strstr(err.msg, "65504"),
+              "wide model, dtype=f16: rc %d (%s)", rc, err.msg);
+    printf("dtype range: auto keeps bf16, f16 refused (%s)\n", err.msg);
 }
 
 /* The GEMM tuning cache (worker/tune_cache.h) through real engines: the first start times
@@ -505,20 +512,23 @@ int main(void) {
     setenv("EMBER_TUNE_CACHE", main_cache, 1);
 
     /* capture every bucket at start; never capture; internal splitting over max_batch_tokens;
-     * the other device options (options combine); the residual stream each one runs (0 fp32,
-     * 1 bf16, 2 f16: the default, auto, picks f16 for the test model, whose LayerNorm weights
-     * bound every output far inside binary16's range) */
+     * the other device options (options combine); the residual stream and the 16-bit type each
+     * one runs (residual 0 fp32, 1 bf16, 2 f16; dtype 0 bf16, 1 binary16: the defaults, auto,
+     * pick binary16 for the test model, whose weights bound every activation far inside its
+     * range, and the residual stream is then the binary16 activations themselves) */
     static const struct {
         const char *device;
-        int32_t graph_mode, max_tokens, n_seqs, residual;
-    } modes[] = {{"cuda:0,graphs=all", 1, 1024, 9, 2},
-                 {"cuda:0,tune=off,graphs=off", 2, 4096, 9, 2},
-                 {"cuda:0,graphs=lazy", 0, 600, 40, 2},
-                 {"cuda:0,pdl=off,graphs=all", 1, 1024, 9, 2},
-                 {"cuda:0,residual=bf16", 0, 4096, 200, 1},
-                 {"cuda:0,residual=f32,pdl=on,tune=on", 0, 4096, 9, 0},
-                 {"cuda:0,residual=f16,graphs=all", 1, 1024, 200, 2},
-                 {"cuda:0,residual=auto,graphs=off", 2, 4096, 200, 2}};
+        int32_t graph_mode, max_tokens, n_seqs, residual, dtype;
+    } modes[] = {{"cuda:0,graphs=all", 1, 1024, 9, 2, 1},
+                 {"cuda:0,tune=off,graphs=off", 2, 4096, 9, 2, 1},
+                 {"cuda:0,graphs=lazy", 0, 600, 40, 2, 1},
+                 {"cuda:0,pdl=off,graphs=all", 1, 1024, 9, 2, 1},
+                 {"cuda:0,dtype=bf16,residual=bf16", 0, 4096, 200, 1, 0},
+                 {"cuda:0,residual=f32,pdl=on,tune=on", 0, 4096, 9, 0, 1},
+                 {"cuda:0,residual=f16,graphs=all,dtype=bf16", 1, 1024, 200, 2, 0},
+                 {"cuda:0,dtype=bf16,residual=f32,graphs=off", 2, 4096, 9, 0, 0},
+                 {"cuda:0,residual=auto,graphs=off,dtype=f16", 2, 4096, 200, 2, 1},
+                 {"cuda:0,dtype=bf16,graphs=off", 2, 4096, 200, 2, 0}};
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
         wrk_engine_opts_t o = {modes[m].device, 0, modes[m].max_tokens};
         const double t0 = com_clock_mono_us();
@@ -530,8 +540,9 @@ int main(void) {
             continue;
         wrk_cuda_stats_t st;
         CHECK(wrk_engine_cuda_stats(gpu, &st, &err) == 0);
-        CHECK_MSG(st.residual == modes[m].residual, "%s: residual type %d, want %d",
-                  modes[m].device, (int)st.residual, (int)modes[m].residual);
+        CHECK_MSG(st.residual == modes[m].residual && st.dtype == modes[m].dtype,
+                  "%s: residual type %d, dtype %d, want %d, %d", modes[m].device, (int)st.residual,
+                  (int)st.dtype, (int)modes[m].residual, (int)modes[m].dtype);
         if (modes[m].graph_mode == 1)
             CHECK_MSG(st.n_graphs == st.n_buckets * st.n_slots && st.n_buckets == 16,
                       "capture at start: %d graphs for %d buckets x %d slots", (int)st.n_graphs,
@@ -558,10 +569,17 @@ int main(void) {
     test_lanes(dir, in, cpu);
     wrk_engine_opts_t bad = {"cuda:99", 0, 0};
     CHECK(wrk_engine_new(dir, &bad, &gpu, &err) == COM_EUNSUPPORTED && gpu == NULL);
-    static const char *const bad_opts[] = {
-        "cuda:0,graphs=sometimes", "cuda:0,tune=maybe", "cuda:0,graphs=all,",
-        "cuda:0,graphs=allx",      "cuda:0,pdl=",       "cuda:0,residual=fp16",
-        "cuda:0,lanes=0",          "cuda:0,lanes=5",    "cuda:0,lanes="};
+    static const char *const bad_opts[] = {"cuda:0,graphs=sometimes",
+                                           "cuda:0,tune=maybe",
+                                           "cuda:0,graphs=all,",
+                                           "cuda:0,graphs=allx",
+                                           "cuda:0,pdl=",
+                                           "cuda:0,residual=fp16",
+                                           "cuda:0,lanes=0",
+                                           "cuda:0,lanes=5",
+                                           "cuda:0,lanes=",
+                                           "cuda:0,dtype=fp16",
+                                           "cuda:0,dtype=f16,residual=bf16"};
     for (size_t i = 0; i < sizeof bad_opts / sizeof *bad_opts; i++) {
         wrk_engine_opts_t bad2 = {bad_opts[i], 0, 0};
         CHECK_MSG(wrk_engine_new(dir, &bad2, &gpu, &err) == COM_EINVAL && gpu == NULL,

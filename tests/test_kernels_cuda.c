@@ -6,11 +6,14 @@
  * GQA; several cuBLASLt heuristic ranks and each of our GEMM configurations x epilogue, the
  * bias + residual + LayerNorm epilogue fused and unfused in both residual types; rows past the
  * device-side count left untouched), and the PDL ordering: each GEMM launched right
- * behind the kernel that writes its input must not read it early (test_linear_pdl). Inputs
- * are rounded to bf16 for both sides, so the comparison measures the kernel, not the input
- * rounding; bf16 outputs get relative tolerances of about 1e-2, fp32 outputs 1e-4 or tighter.
- * Outputs are poisoned (NaN) before every run. Without a CUDA device: prints "SKIPPED: no CUDA
- * device" and exits 77 (ctest SKIP_RETURN_CODE). Single-threaded; one stream. */
+ * behind the kernel that writes its input must not read it early (test_linear_pdl). Every op
+ * with 16-bit operands (linear, bias_gelu, add_layernorm's x / b, attention, embed_layernorm)
+ * runs once per 16-bit type, bf16 then binary16, on the same random draws (s_both_dtypes). Inputs
+ * are rounded to the type under test for both sides, so the comparison measures the kernel, not the
+ * input rounding; bf16 outputs get relative tolerances of about 1e-2, binary16 ones 8x tighter
+ * (s_tol16), fp32 outputs 1e-4 or tighter. Outputs are poisoned (NaN) before every run. Without a
+ * CUDA device: prints "SKIPPED: no CUDA device" and exits 77 (ctest SKIP_RETURN_CODE).
+ * Single-threaded; one stream. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -131,26 +134,62 @@ static int32_t s_round64(int32_t n) {
     return (n + 63) / 64 * 64;
 }
 
-/* Our GEMM configurations seen per epilogue (test_linear: 0-2, test_linear_ln: 3), and which of
- * them fuse the LayerNorm (run only epilogue 3), for the coverage check at the end of
+/* Our GEMM configurations seen per dtype and epilogue (test_linear: 0-2, test_linear_ln: 3), and
+ * which of them fuse the LayerNorm (run only epilogue 3), for the coverage check at the end of
  * test_linear_ln and for test_linear_pdl. */
 enum { S_MAX_OWN = 48 };
-static int g_own_seen[S_MAX_OWN][4];
+static int g_own_seen[2][S_MAX_OWN][4];
 static bool g_own_fuses[S_MAX_OWN];
 
-/* ---- embedding + LayerNorm ---- */
-static void test_embed(void) {
+/* ---- the 16-bit type of the GEMM-side kernels (linear, bias_gelu, add_layernorm's x / b) ---- */
+static const char *s_dtype_name(kern_dtype_t dt) {
+    return dt == KERN_DTYPE_F16 ? "f16" : "bf16";
+}
+
+/* random fp32 values already representable in dt (bf16: s_rand_bf's draws) */
+static float *s_rand_16(size_t n, float lo, float hi, kern_dtype_t dt) {
+    if (dt == KERN_DTYPE_BF16)
+        return s_rand_bf(n, lo, hi);
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = com_half_to_f32(com_half_from_f32(com_prng_uniform(&g_rng, lo, hi)));
+    return p;
+}
+
+/* Relative tolerance of an output rounded to dt (once, or twice in a row): bf16's 1e-2, and 8x
+ * tighter for binary16 (3 more significand bits). */
+static double s_tol16(kern_dtype_t dt) {
+    return dt == KERN_DTYPE_F16 ? 1.25e-3 : 1e-2;
+}
+
+/* test(bf16), then test(f16) on the same random draws; g_rng is left as the bf16 run leaves it,
+ * so the later tests' inputs do not depend on the f16 runs. */
+static void s_both_dtypes(void (*test)(kern_dtype_t)) {
+    const com_prng_t start = g_rng;
+    test(KERN_DTYPE_BF16);
+    const com_prng_t after = g_rng;
+    g_rng = start;
+    test(KERN_DTYPE_F16);
+    g_rng = after;
+}
+
+/* ---- embedding + LayerNorm (per dtype: tables rounded to it, the 16-bit output compared at
+ * s_tol16, the fp32 one at 1e-4) ---- */
+static void test_embed_dt(kern_dtype_t dtype) {
     static const int32_t cases[][7] = {{1, 1}, {4, 3, 1, 5, 3}, {5, 17, 1, 40, 2, 64}, {1, 200}};
     static const int32_t hiddens[] = {7, 33, 136, 384, 768, 1024};
     const int32_t V = 50, P = 256, TV = 2;
+    const bool h16 = dtype == KERN_DTYPE_F16;
+    const double tol = s_tol16(dtype);
     int n_cfg[3] = {0, 0, 0};
     for (size_t hc = 0; hc < sizeof hiddens / sizeof *hiddens; hc++) {
         const int32_t H = hiddens[hc];
-        float *word = s_rand_bf((size_t)V * H, -1, 1), *pos = s_rand_bf((size_t)P * H, -1, 1);
-        float *type = s_rand_bf((size_t)TV * H, -1, 1);
+        float *word = s_rand_16((size_t)V * H, -1, 1, dtype);
+        float *pos = s_rand_16((size_t)P * H, -1, 1, dtype);
+        float *type = s_rand_16((size_t)TV * H, -1, 1, dtype);
         float *g = s_rand_bf(H, 0.5f, 1.5f), *b = s_rand_bf(H, -0.5f, 0.5f);
-        uint16_t *dw = s_up_bf(word, (size_t)V * H), *dp = s_up_bf(pos, (size_t)P * H);
-        uint16_t *dt = s_up_bf(type, (size_t)TV * H);
+        uint16_t *dw = s_up_16(word, (size_t)V * H, h16), *dp = s_up_16(pos, (size_t)P * H, h16);
+        uint16_t *dt = s_up_16(type, (size_t)TV * H, h16);
         float *dg = s_up(g, H * sizeof *g), *db = s_up(b, H * sizeof *b);
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
             const int32_t ns = cases[c][0];
@@ -170,18 +209,20 @@ static void test_embed(void) {
             float *o32 = s_dev((size_t)T * H * 4);
             uint16_t *o16 = s_dev((size_t)T * H * 2);
             com_error_t err = {0};
-            int rc = kern_embed_layernorm_cuda(o32, o16, d_ids, d_types, d_ts, d_cu, d_n, T, dw, dp,
-                                               dt, dg, db, H, 1e-12f, g_st, &err);
-            CHECK_MSG(rc == 0, "embed_layernorm_cuda: %s", err.msg);
+            int rc = kern_embed_layernorm_cuda(dtype, o32, o16, d_ids, d_types, d_ts, d_cu, d_n, T,
+                                               dw, dp, dt, dg, db, H, 1e-12f, g_st, &err);
+            CHECK_MSG(rc == 0, "embed_layernorm_cuda %s: %s", s_dtype_name(dtype), err.msg);
             n_cfg[kern_embed_layernorm_cuda_config(H)]++;
             char what[96];
             float *got = s_down_f32(o32, (size_t)T * H);
-            snprintf(what, sizeof what, "embed_ln fp32 H=%d case %zu", (int)H, c);
+            snprintf(what, sizeof what, "embed_ln %s tables, fp32 H=%d case %zu",
+                     s_dtype_name(dtype), (int)H, c);
             s_cmp(what, got, ref, (size_t)T * H, 1e-4, 1e-4);
             free(got);
-            got = s_down_bf(o16, (size_t)T * H);
-            snprintf(what, sizeof what, "embed_ln bf16 H=%d case %zu", (int)H, c);
-            s_cmp(what, got, ref, (size_t)T * H, 1e-2, 1e-2);
+            got = s_down_16(o16, (size_t)T * H, h16);
+            snprintf(what, sizeof what, "embed_ln %s H=%d case %zu", s_dtype_name(dtype), (int)H,
+                     c);
+            s_cmp(what, got, ref, (size_t)T * H, tol, tol);
             free(got);
             cudaFree(d_ids), cudaFree(d_types), cudaFree(d_ts), cudaFree(d_cu), cudaFree(d_n);
             cudaFree(o32), cudaFree(o16);
@@ -191,11 +232,26 @@ static void test_embed(void) {
         free(word), free(pos), free(type), free(g), free(b);
     }
     CHECK(n_cfg[0] > 0 && n_cfg[1] > 0 && n_cfg[2] > 0);
-    printf("embed_layernorm: scalar, vector and register-resident paths checked\n");
+    printf("embed_layernorm %s: scalar, vector and register-resident paths checked\n",
+           s_dtype_name(dtype));
 }
 
-/* ---- linear (cuBLASLt ranks, our own GEMM configurations, tuned; every epilogue) ---- */
-static void test_linear(void) {
+static void test_embed(void) {
+    s_both_dtypes(test_embed_dt);
+    /* an unknown dtype is refused, nothing enqueued */
+    com_error_t err = {0};
+    int32_t *dummy = s_dev(64);
+    const float *df = (const float *)dummy;
+    const uint16_t *dh = (const uint16_t *)dummy;
+    CHECK(kern_embed_layernorm_cuda((kern_dtype_t)2, (float *)dummy, (uint16_t *)dummy, dummy, NULL,
+                                    dummy, dummy, dummy, 1, dh, dh, dh, df, df, 8, 1e-12f, g_st,
+                                    &err) == COM_EINVAL);
+    cudaFree(dummy);
+}
+
+/* ---- linear (cuBLASLt ranks, our own GEMM configurations, tuned; every epilogue; per dtype:
+ * inputs rounded to it, outputs compared at s_tol16) ---- */
+static void test_linear_dt(kern_dtype_t dt) {
     /* n, in, out: 1 row; n not a multiple of any tile; in not a multiple of BK = 32 (40, 72,
      * 264); out not a multiple of a column tile (24, 40, 136); in or out not a multiple of 8
      * (cuBLASLt only); long K (the split-K configurations: K 1032 = 16 tiles of 64 + 8); several
@@ -214,10 +270,12 @@ static void test_linear(void) {
     int n_plans = 0;
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const int32_t n = shapes[si][0], in = shapes[si][1], out = shapes[si][2];
-        float *x = s_rand_bf((size_t)n * in, -1, 1), *w = s_rand_bf((size_t)out * in, -1, 1);
-        float *bias = s_rand_bf(out, -1, 1);
-        uint16_t *dx = s_up_bf(x, (size_t)n * in), *dw = s_up_bf(w, (size_t)out * in);
-        uint16_t *dbias = s_up_bf(bias, out), *dy = s_dev((size_t)n * out * 2);
+        const bool h = dt == KERN_DTYPE_F16;
+        float *x = s_rand_16((size_t)n * in, -1, 1, dt),
+              *w = s_rand_16((size_t)out * in, -1, 1, dt);
+        float *bias = s_rand_16(out, -1, 1, dt);
+        uint16_t *dx = s_up_16(x, (size_t)n * in, h), *dw = s_up_16(w, (size_t)out * in, h);
+        uint16_t *dbias = s_up_16(bias, out, h), *dy = s_dev((size_t)n * out * 2);
         for (int ep = KERN_LINEAR_NONE; ep <= KERN_LINEAR_BIAS_GELU; ep++) {
             const kern_linear_epilogue_t epi = (kern_linear_epilogue_t)ep;
             const bool hb = epi != KERN_LINEAR_NONE;
@@ -225,7 +283,7 @@ static void test_linear(void) {
             kern_linear_ref(ref, x, w, hb ? bias : NULL, n, in, out);
             if (epi == KERN_LINEAR_BIAS_GELU)
                 kern_bias_gelu_ref(ref, NULL, n, out);
-            const double atol = 1e-2 * s_rms(ref, (size_t)n * out);
+            const double tol = s_tol16(dt), atol = tol * s_rms(ref, (size_t)n * out);
             /* heuristic ranks 0-3, each of our configurations, then the plan that
              * kern_linear_plan_tune picks */
             for (int32_t i = 0; i < 4 + n_own + 1; i++) {
@@ -233,7 +291,7 @@ static void test_linear(void) {
                 const int32_t rank = tuned ? 0 : own ? KERN_LINEAR_OWN(i - 4) : i;
                 kern_linear_plan_t *p = NULL;
                 com_error_t err = {0};
-                int rc = kern_linear_plan_new(lt, n, in, out, epi, ws_bytes, rank, &p, &err);
+                int rc = kern_linear_plan_new(lt, n, in, out, epi, ws_bytes, rank, dt, &p, &err);
                 if (rc == COM_EUNSUPPORTED && i > 0 && !tuned)
                     continue; /* fewer algorithms offered, or not a shape ours can run */
                 CHECK_MSG(rc == 0, "linear plan %dx%dx%d rank %d: %s", (int)n, (int)in, (int)out,
@@ -241,7 +299,7 @@ static void test_linear(void) {
                 if (rc != 0)
                     break;
                 if (own)
-                    g_own_seen[i - 4][ep]++;
+                    g_own_seen[dt][i - 4][ep]++;
                 if (tuned) {
                     int32_t chosen = -1000;
                     rc = kern_linear_plan_tune(lt, p, dy, dx, dw, hb ? dbias : NULL, NULL, ws,
@@ -260,14 +318,14 @@ static void test_linear(void) {
                 rc = kern_linear_cuda(lt, p, dy, dx, dw, hb ? dbias : NULL, NULL, ws, ws_bytes,
                                       g_st, &err);
                 CHECK_MSG(rc == 0, "linear_cuda %s: %s", what, err.msg);
-                float *got = s_down_bf(dy, (size_t)n * out);
-                s_cmp(what, got, ref, (size_t)n * out, atol, 1e-2);
+                float *got = s_down_16(dy, (size_t)n * out, h);
+                s_cmp(what, got, ref, (size_t)n * out, atol, tol);
                 /* deterministic: a second run gives the same bits */
                 s_poison(dy, (size_t)n * out * 2);
                 rc = kern_linear_cuda(lt, p, dy, dx, dw, hb ? dbias : NULL, NULL, ws, ws_bytes,
                                       g_st, &err);
                 CHECK_MSG(rc == 0, "linear_cuda %s: %s", what, err.msg);
-                float *again = s_down_bf(dy, (size_t)n * out);
+                float *again = s_down_16(dy, (size_t)n * out, h);
                 CHECK_MSG(memcmp(got, again, (size_t)n * out * sizeof *got) == 0,
                           "%s: second run differs", what);
                 free(got), free(again);
@@ -280,11 +338,15 @@ static void test_linear(void) {
         cudaFree(dx), cudaFree(dw), cudaFree(dbias), cudaFree(dy);
         free(x), free(w), free(bias);
     }
-    printf("linear: %d (shape, epilogue, heuristic rank / own configuration / tuned) plans "
+    printf("linear %s: %d (shape, epilogue, heuristic rank / own configuration / tuned) plans "
            "checked, %d own configurations\n",
-           n_plans, (int)n_own);
+           s_dtype_name(dt), n_plans, (int)n_own);
     cudaFree(ws);
     cublasLtDestroy(lt);
+}
+
+static void test_linear(void) {
+    s_both_dtypes(test_linear_dt);
 }
 
 /* ---- linear + bias + residual + LayerNorm (epilogue 3, KERN_LINEAR_BIAS_ADD_LN) ---- */
@@ -306,8 +368,11 @@ static size_t s_untouched(const float *got, const float *keep, size_t from, size
  * so that x W^T is O(0.3) beside a residual in [-2, 2]: rounding the GEMM's output to bf16 before
  * the add (the unfused way) then moves a LayerNorm output by at most ~0.005, half the 1e-2
  * tolerance, while a lost bias (up to 0.5 / std 1.2) or a wrong mean or variance moves it by far
- * more. Then the argument checks. */
-static void test_linear_ln(void) {
+ * more. Then the argument checks. Per dtype dt (x, w, bias, y, scratch; s_tol16 for y and the
+ * fp32 copy, whose error is the 16-bit rounding of the GEMM's output, 8x smaller in f16): in an
+ * f16 plan y is binary16, so with the f16 residual y is that residual (in place) and out_f16 y or
+ * NULL, and with the bf16 residual y is a buffer of its own (the bf16 stream is only read). */
+static void test_linear_ln_dt(kern_dtype_t dt) {
     static const int32_t shapes[][3] = {{1, 384, 384},    {37, 384, 384},   {128, 1536, 384},
                                         {300, 768, 768},  {128, 3072, 768}, {1000, 384, 384},
                                         {4100, 1536, 384}};
@@ -327,15 +392,17 @@ static void test_linear_ln(void) {
         const int32_t n = shapes[si][0], in = shapes[si][1], out = shapes[si][2];
         const size_t no = (size_t)n * out;
         const float ws_scale = 1.0f / sqrtf((float)in);
-        float *x = s_rand_bf((size_t)n * in, -1, 1);
-        float *w = s_rand_bf((size_t)out * in, -ws_scale, ws_scale);
-        float *bias = s_rand_bf(out, -0.5f, 0.5f), *res = s_rand_bf(no, -2, 2);
+        const bool h = dt == KERN_DTYPE_F16;
+        const double tol = s_tol16(dt);
+        float *x = s_rand_16((size_t)n * in, -1, 1, dt);
+        float *w = s_rand_16((size_t)out * in, -ws_scale, ws_scale, dt);
+        float *bias = s_rand_16(out, -0.5f, 0.5f, dt), *res = s_rand_bf(no, -2, 2);
         float *g = s_rand_bf(out, 0.5f, 1.5f), *be = s_rand_bf(out, -0.5f, 0.5f);
         float *ref = malloc(no * sizeof *ref);
         kern_linear_ref(ref, x, w, bias, n, in, out);
         kern_add_layernorm_ref(ref, ref, NULL, res, g, be, n, out, eps);
-        uint16_t *dx = s_up_bf(x, (size_t)n * in), *dw = s_up_bf(w, (size_t)out * in);
-        uint16_t *dbias = s_up_bf(bias, out), *dres16 = s_up_bf(res, no);
+        uint16_t *dx = s_up_16(x, (size_t)n * in, h), *dw = s_up_16(w, (size_t)out * in, h);
+        uint16_t *dbias = s_up_16(bias, out, h), *dres16 = s_up_bf(res, no);
         uint16_t *dy = s_dev(no * 2), *dscratch = s_dev(no * 2);
         float *dres32 = s_up(res, no * 4), *do32 = s_dev(no * 4);
         float *dg = s_up(g, out * 4), *dbe = s_up(be, out * 4);
@@ -354,7 +421,7 @@ static void test_linear_ln(void) {
             kern_linear_plan_t *p = NULL;
             com_error_t err = {0};
             int rc = kern_linear_plan_new(lt, n, in, out, KERN_LINEAR_BIAS_ADD_LN, ws_bytes, rank,
-                                          &p, &err);
+                                          dt, &p, &err);
             if (rc == COM_EUNSUPPORTED && i > 0 && !tuned)
                 continue; /* fewer algorithms offered, or not a shape ours can run */
             CHECK_MSG(rc == 0, "linear+ln plan %dx%dx%d rank %d: %s", (int)n, (int)in, (int)out,
@@ -362,21 +429,22 @@ static void test_linear_ln(void) {
             if (rc != 0)
                 continue;
             if (own) {
-                g_own_seen[c][3]++;
+                g_own_seen[dt][c][3]++;
                 if (!fuses_known[c]) { /* valid for epilogue 3 here, but not for the bias alone */
                     kern_linear_plan_t *q = NULL;
                     const int rq = kern_linear_plan_new(lt, n, in, out, KERN_LINEAR_BIAS, ws_bytes,
-                                                        rank, &q, NULL);
+                                                        rank, dt, &q, NULL);
                     CHECK(rq == 0 || rq == COM_EUNSUPPORTED);
                     g_own_fuses[c] = rq == COM_EUNSUPPORTED, fuses_known[c] = true;
                     kern_linear_plan_destroy(&q);
                 }
                 n_fused += g_own_fuses[c];
             }
-            if (tuned) { /* in one residual type per shape, alternately */
+            if (tuned) { /* in one residual type per shape, alternately: fp32, or the plan's */
                 const bool r16 = si % 2;
                 const kern_linear_ln_t tl = {.residual = r16 ? NULL : dres32,
-                                             .residual_bf16 = r16 ? dres16 : NULL,
+                                             .residual_bf16 = r16 && !h ? dres16 : NULL,
+                                             .residual_f16 = r16 && h ? dresh : NULL,
                                              .gamma = dg,
                                              .beta = dbe,
                                              .eps = eps,
@@ -384,13 +452,13 @@ static void test_linear_ln(void) {
                                              .n_rows = NULL,
                                              .scratch = dscratch};
                 int32_t chosen = -1000;
-                rc = kern_linear_plan_tune(lt, p, r16 ? dres16 : dy, dx, dw, dbias, &tl, ws,
-                                           ws_bytes, g_st, &chosen, &err);
+                rc = kern_linear_plan_tune(lt, p, r16 ? (h ? dresh : dres16) : dy, dx, dw, dbias,
+                                           &tl, ws, ws_bytes, g_st, &chosen, &err);
                 CHECK_MSG(rc == 0 && chosen > -1000 && chosen < 8, "linear+ln tune %dx%dx%d: %s",
                           (int)n, (int)in, (int)out, err.msg);
                 if (n >= 128)
                     printf("linear %dx%dx%d bias+residual+LN (%s) tuned: %s\n", (int)n, (int)in,
-                           (int)out, mode_name[r16], kern_linear_plan_describe(p));
+                           (int)out, mode_name[r16 ? 1 + h : 0], kern_linear_plan_describe(p));
             }
             n_cand++;
             for (int mode = 0; mode < 3; mode++)
@@ -405,7 +473,9 @@ static void test_linear_ln(void) {
                     KERN_CUDA_FATAL(cudaMemcpy(dn, &rows, 4, cudaMemcpyHostToDevice));
                     s_poison(dy, no * 2), s_poison(do32, no * 4), s_poison(dscratch, no * 2);
                     float *o32 = mode == 0 ? dres32 : part ? NULL : do32;
-                    uint16_t *y = r16 ? dres16 : dy;
+                    /* y in place on the residual of the plan's type (bf16: f16 out_f16 of its own;
+                     * f16: out_f16 y itself or NULL), else a buffer of its own */
+                    uint16_t *y = r16 && !h ? dres16 : rh && h ? dresh : dy;
                     const kern_linear_ln_t ln = {.residual = mode == 0 ? dres32 : NULL,
                                                  .residual_bf16 = r16 ? dres16 : NULL,
                                                  .residual_f16 = rh ? dresh : NULL,
@@ -413,7 +483,7 @@ static void test_linear_ln(void) {
                                                  .beta = dbe,
                                                  .eps = eps,
                                                  .out_f32 = o32,
-                                                 .out_f16 = rh ? dresh : NULL,
+                                                 .out_f16 = rh && !(h && part) ? dresh : NULL,
                                                  .n_rows = part ? dn : NULL,
                                                  .scratch = dscratch};
                     char what[160];
@@ -424,24 +494,29 @@ static void test_linear_ln(void) {
                     CHECK_MSG(rc == 0, "linear_cuda %s: %s", what, err.msg);
                     if (rc != 0)
                         continue;
-                    float *got = s_down_bf(y, no);
-                    s_cmp(what, got, ref, nr, 1e-2, 1e-2);
-                    /* rows past *n_rows: the in-place bf16 residual kept, else still poisoned */
-                    const size_t bad = s_untouched(got, r16 ? res : NULL, nr, no);
+                    float *got = s_down_16(y, no, h);
+                    s_cmp(what, got, ref, nr, tol, tol);
+                    /* rows past *n_rows: the in-place residual kept, else still poisoned */
+                    const size_t bad = s_untouched(got,
+                                                   y == dres16  ? res
+                                                   : y == dresh ? resh
+                                                                : NULL,
+                                                   nr, no);
                     CHECK_MSG(bad == 0, "%s: %zu elements past row %d written (y)", what, bad,
                               (int)rows);
                     free(got);
-                    if (o32) { /* fp32 copy: as close (the unfused sum was rounded to bf16) */
+                    if (o32) { /* fp32 copy: as close (the unfused sum was rounded to dt) */
                         got = s_down_f32(o32, no);
                         char what32[176];
                         snprintf(what32, sizeof what32, "%s fp32 out", what);
-                        s_cmp(what32, got, ref, nr, 1e-2, 1e-2);
+                        s_cmp(what32, got, ref, nr, tol, tol);
                         const size_t bad32 = s_untouched(got, mode == 0 ? res : NULL, nr, no);
                         CHECK_MSG(bad32 == 0, "%s: %zu elements past row %d written (out_f32)",
                                   what, bad32, (int)rows);
                         free(got);
                     }
-                    if (rh) { /* the f16 stream, in place: the rows past *n_rows keep it */
+                    if (rh && y != dresh) { /* the f16 stream, in place: the rows past *n_rows
+                                             * keep it (checked above when it is y) */
                         got = s_down_16(dresh, no, true);
                         char whath[176];
                         snprintf(whath, sizeof whath, "%s f16 out", what);
@@ -459,10 +534,14 @@ static void test_linear_ln(void) {
         if (si == 0) {
             kern_linear_plan_t *p = NULL, *pb = NULL;
             com_error_t err = {0};
-            CHECK(kern_linear_plan_new(lt, n, in, out, KERN_LINEAR_BIAS_ADD_LN, ws_bytes, 0, &p,
+            CHECK(kern_linear_plan_new(lt, n, in, out, KERN_LINEAR_BIAS_ADD_LN, ws_bytes, 0, dt, &p,
                                        &err) == 0);
-            CHECK(kern_linear_plan_new(lt, n, in, out, KERN_LINEAR_BIAS, ws_bytes, 0, &pb, &err) ==
-                  0);
+            CHECK(kern_linear_plan_new(lt, n, in, out, KERN_LINEAR_BIAS, ws_bytes, 0, dt, &pb,
+                                       &err) == 0);
+            kern_linear_plan_t *pz = (kern_linear_plan_t *)1; /* an unknown dtype: refused */
+            CHECK(kern_linear_plan_new(lt, n, in, out, KERN_LINEAR_BIAS, ws_bytes, 0,
+                                       (kern_dtype_t)7, &pz, &err) == COM_EINVAL &&
+                  pz == NULL);
             const kern_linear_ln_t good = {.residual = dres32,
                                            .gamma = dg,
                                            .beta = dbe,
@@ -484,6 +563,14 @@ static void test_linear_ln(void) {
                 CHECK_MSG(kern_linear_plan_tune(lt, p, dy, dx, dw, dbias, bad[k], ws, ws_bytes,
                                                 g_st, NULL, &err) == COM_EINVAL,
                           "linear tune accepted bad ln %zu", k);
+            }
+            if (h) { /* an f16 plan's y is the binary16 output: out_f16 must be y or NULL */
+                kern_linear_ln_t other_h = good;
+                other_h.out_f16 = dresh;
+                CHECK(kern_linear_cuda(lt, p, dy, dx, dw, dbias, &other_h, ws, ws_bytes, g_st,
+                                       &err) == COM_EINVAL);
+                CHECK(kern_linear_plan_tune(lt, p, dy, dx, dw, dbias, &other_h, ws, ws_bytes, g_st,
+                                            NULL, &err) == COM_EINVAL);
             }
             /* other epilogues ignore ln, whatever it holds */
             CHECK(kern_linear_cuda(lt, pb, dy, dx, dw, dbias, &both, ws, ws_bytes, g_st, &err) ==
@@ -508,16 +595,20 @@ static void test_linear_ln(void) {
         for (int ep = 0; ep < 4; ep++) {
             const bool want = g_own_fuses[c] ? ep == 3 : true;
             const int min = ep == 3 ? 2 : 3;
-            CHECK_MSG(want ? g_own_seen[c][ep] >= min : g_own_seen[c][ep] == 0,
-                      "linear: own configuration %d (%s the LayerNorm), epilogue %s: %d shapes",
-                      (int)c, g_own_fuses[c] ? "fusing" : "not fusing", epi_name[ep],
-                      g_own_seen[c][ep]);
+            CHECK_MSG(want ? g_own_seen[dt][c][ep] >= min : g_own_seen[dt][c][ep] == 0,
+                      "linear %s: own configuration %d (%s the LayerNorm), epilogue %s: %d shapes",
+                      s_dtype_name(dt), (int)c, g_own_fuses[c] ? "fusing" : "not fusing",
+                      epi_name[ep], g_own_seen[dt][c][ep]);
         }
-    printf("linear + LayerNorm: %d candidates x shapes (%d of them fused) x 4 modes (fp32 / bf16 "
-           "residual x all / partial rows) = %d runs checked\n",
-           n_cand, n_fused, n_runs);
+    printf("linear + LayerNorm %s: %d candidates x shapes (%d of them fused) x 6 modes (fp32 / "
+           "bf16 / f16 residual x all / partial rows) = %d runs checked\n",
+           s_dtype_name(dt), n_cand, n_fused, n_runs);
     cudaFree(ws);
     cublasLtDestroy(lt);
+}
+
+static void test_linear_ln(void) {
+    s_both_dtypes(test_linear_ln_dt);
 }
 
 /* ---- a GEMM right behind the kernel that writes its input (PDL ordering) ---- */
@@ -533,19 +624,21 @@ static void test_linear_ln(void) {
  * CTAs have started; x is poisoned (NaN) before every run. A GEMM that copied an x tile before its
  * pdl_wait would thus read NaN and y would hold NaN, which s_cmp counts as bad; reading w and b
  * early (uploaded by cudaMemcpy before) is allowed. The reference is kern_linear_ref over x as the
- * device holds it (bf16, downloaded; the producer is deterministic, checked every run). */
-static void test_linear_pdl(void) {
+ * device holds it (downloaded; the producer is deterministic, checked every run). Per dtype dt:
+ * the attention and the GEMM both in it. */
+static void test_linear_pdl_dt(kern_dtype_t dt) {
     const int32_t T = 1024, nh = 16, hd = 64, in = nh * hd, out = 136;
     static const char *epi_name[3] = {"none", "bias", "bias+gelu"};
     kern_pdl_set(true);
     const kern_attention_params_t ap = {nh, nh, hd, 1.0f / sqrtf((float)hd), false};
     const int32_t cu[2] = {0, T};
     int32_t *ts = calloc((size_t)T, sizeof *ts); /* every token in sequence 0 */
-    float *qkv = s_rand_bf((size_t)T * 3 * in, -2, 2);
-    uint16_t *dqkv = s_up_bf(qkv, (size_t)T * 3 * in), *dx = s_dev((size_t)T * in * 2);
+    const bool h = dt == KERN_DTYPE_F16;
+    float *qkv = s_rand_16((size_t)T * 3 * in, -2, 2, dt);
+    uint16_t *dqkv = s_up_16(qkv, (size_t)T * 3 * in, h), *dx = s_dev((size_t)T * in * 2);
     int32_t *dts = s_up(ts, (size_t)T * 4), *dcu = s_up(cu, sizeof cu), *dn = s_up(&T, 4);
-    float *w = s_rand_bf((size_t)out * in, -1, 1), *bias = s_rand_bf(out, -1, 1);
-    uint16_t *dw = s_up_bf(w, (size_t)out * in), *dbias = s_up_bf(bias, out);
+    float *w = s_rand_16((size_t)out * in, -1, 1, dt), *bias = s_rand_16(out, -1, 1, dt);
+    uint16_t *dw = s_up_16(w, (size_t)out * in, h), *dbias = s_up_16(bias, out, h);
     uint16_t *dy = s_dev((size_t)T * out * 2);
     cublasLtHandle_t lt = NULL;
     KERN_CUBLAS_FATAL(cublasLtCreate(&lt));
@@ -554,9 +647,9 @@ static void test_linear_pdl(void) {
     com_error_t err = {0};
     /* a first producer run, alone: x as the device computes it, and the attention kernel's
      * one-time function attributes out of the way */
-    CHECK(kern_attention_cuda(&ap, dx, in, dqkv, 3 * in, dqkv + in, 3 * in, dqkv + 2 * in, 3 * in,
-                              dcu, dts, dn, T, g_st, &err) == 0);
-    float *x = s_down_bf(dx, (size_t)T * in);
+    CHECK(kern_attention_cuda(&ap, dt, dx, in, dqkv, 3 * in, dqkv + in, 3 * in, dqkv + 2 * in,
+                              3 * in, dcu, dts, dn, T, g_st, &err) == 0);
+    float *x = s_down_16(dx, (size_t)T * in, h);
     float *ref[3];
     for (int ep = 0; ep < 3; ep++) {
         ref[ep] = malloc((size_t)T * out * sizeof *ref[ep]);
@@ -574,7 +667,7 @@ static void test_linear_pdl(void) {
             continue; /* runs only epilogue 3, at out % its tile width == 0 */
         kern_linear_plan_t *p = NULL;
         int rc = kern_linear_plan_new(lt, T, in, out, (kern_linear_epilogue_t)ep, ws_bytes, rank,
-                                      &p, &err);
+                                      dt, &p, &err);
         CHECK_MSG(rc == 0, "linear pdl plan rank %d: %s", (int)rank, err.msg);
         if (rc != 0)
             continue;
@@ -584,23 +677,24 @@ static void test_linear_pdl(void) {
         s_poison(dx, (size_t)T * in * 2);
         s_poison(dy, (size_t)T * out * 2);
         /* back to back: the producer, then the GEMM, nothing between */
-        rc = kern_attention_cuda(&ap, dx, in, dqkv, 3 * in, dqkv + in, 3 * in, dqkv + 2 * in,
+        rc = kern_attention_cuda(&ap, dt, dx, in, dqkv, 3 * in, dqkv + in, 3 * in, dqkv + 2 * in,
                                  3 * in, dcu, dts, dn, T, g_st, &err);
         if (rc == 0)
             rc = kern_linear_cuda(lt, p, dy, dx, dw, ep ? dbias : NULL, NULL, ws, ws_bytes, g_st,
                                   &err);
         CHECK_MSG(rc == 0, "%s: %s", what, err.msg);
-        float *got = s_down_bf(dy, (size_t)T * out), *x2 = s_down_bf(dx, (size_t)T * in);
+        float *got = s_down_16(dy, (size_t)T * out, h), *x2 = s_down_16(dx, (size_t)T * in, h);
         CHECK_MSG(memcmp(x2, x, (size_t)T * in * sizeof *x) == 0, "%s: the producer's x differs",
                   what);
-        s_cmp(what, got, ref[ep], (size_t)T * out, 1e-2 * s_rms(ref[ep], (size_t)T * out), 1e-2);
+        const double tol = s_tol16(dt);
+        s_cmp(what, got, ref[ep], (size_t)T * out, tol * s_rms(ref[ep], (size_t)T * out), tol);
         free(got), free(x2);
         kern_linear_plan_destroy(&p);
         n_runs++;
     }
-    printf("linear behind its producer (PDL): %d plans (%d own configurations but those fusing "
+    printf("linear %s behind its producer (PDL): %d plans (%d own configurations but those fusing "
            "the LayerNorm, cuBLASLt x 3 epilogues) checked\n",
-           n_runs, (int)n_own);
+           s_dtype_name(dt), n_runs, (int)n_own);
     for (int ep = 0; ep < 3; ep++)
         free(ref[ep]);
     free(ts), free(qkv), free(x), free(w), free(bias);
@@ -609,8 +703,12 @@ static void test_linear_pdl(void) {
     cublasLtDestroy(lt);
 }
 
-/* ---- bias + GELU ---- */
-static void test_bias_gelu(void) {
+static void test_linear_pdl(void) {
+    s_both_dtypes(test_linear_pdl_dt);
+}
+
+/* ---- bias + GELU (x and b of type dt, rounded to it for both sides; s_tol16) ---- */
+static void test_bias_gelu_dt(kern_dtype_t dt) {
     /* 97 and 520: more column vectors than one 64-wide block; 130 rows: a partial 16-row block */
     static const int32_t dims[] = {7, 33, 97, 520, 1536};
     static const int32_t ns[] = {1, 5, 130};
@@ -619,33 +717,46 @@ static void test_bias_gelu(void) {
         for (size_t ni = 0; ni < 3; ni++)
             for (int partial = 0; partial < 2; partial++) {
                 const int32_t D = dims[di], N = ns[ni], rows = partial && N > 1 ? N - 1 : N;
-                float *x = s_rand_bf((size_t)N * D, -4, 4), *b = s_rand_bf(D, -1, 1);
+                const bool h = dt == KERN_DTYPE_F16;
+                float *x = s_rand_16((size_t)N * D, -4, 4, dt), *b = s_rand_16(D, -1, 1, dt);
                 float *ref = malloc((size_t)N * D * sizeof *ref);
                 memcpy(ref, x, (size_t)N * D * sizeof *ref);
                 kern_bias_gelu_ref(ref, b, rows, D); /* later rows stay as the input */
-                uint16_t *dx = s_up_bf(x, (size_t)N * D), *db = s_up_bf(b, D);
+                uint16_t *dx = s_up_16(x, (size_t)N * D, h), *db = s_up_16(b, D, h);
                 int32_t *dn = s_up(&rows, 4);
                 com_error_t err = {0};
-                int rc = kern_bias_gelu_cuda(dx, db, N, partial ? dn : NULL, D, g_st, &err);
+                int rc = kern_bias_gelu_cuda(dx, db, N, partial ? dn : NULL, D, dt, g_st, &err);
                 CHECK_MSG(rc == 0, "bias_gelu_cuda: %s", err.msg);
                 n_cfg[kern_bias_gelu_cuda_config(D)]++;
-                float *got = s_down_bf(dx, (size_t)N * D);
+                float *got = s_down_16(dx, (size_t)N * D, h);
                 char what[64];
-                snprintf(what, sizeof what, "bias_gelu %dx%d rows %d", (int)N, (int)D, (int)rows);
-                s_cmp(what, got, ref, (size_t)N * D, 1e-2, 1e-2);
+                snprintf(what, sizeof what, "bias_gelu %s %dx%d rows %d", s_dtype_name(dt), (int)N,
+                         (int)D, (int)rows);
+                s_cmp(what, got, ref, (size_t)N * D, s_tol16(dt), s_tol16(dt));
                 free(got), free(x), free(b), free(ref);
                 cudaFree(dx), cudaFree(db), cudaFree(dn);
             }
     CHECK(n_cfg[0] > 0 && n_cfg[1] > 0);
-    printf("bias_gelu: scalar and vector paths checked\n");
+    /* an unknown dtype is refused */
+    com_error_t err = {0};
+    uint16_t *d = s_dev(64 * 2);
+    CHECK(kern_bias_gelu_cuda(d, NULL, 1, NULL, 64, (kern_dtype_t)7, g_st, &err) == COM_EINVAL);
+    cudaFree(d);
+    printf("bias_gelu %s: scalar and vector paths checked (%d runs)\n", s_dtype_name(dt),
+           n_cfg[0] + n_cfg[1]);
+}
+
+static void test_bias_gelu(void) {
+    s_both_dtypes(test_bias_gelu_dt);
 }
 
 /* ---- residual + LayerNorm ---- */
 /* Each residual type (fp32, bf16, f16) x configuration path x two variants: 0: + bias, every
  * output a buffer of its own (fp32, f16 and bf16), all rows; 1: no bias, the output of the
  * residual's own type in place on it (plus the bf16 copy when that is another buffer), a device
- * row count of N - 1: the rows past it keep the residual in place and stay poisoned elsewhere. */
-static void test_add_layernorm(void) {
+ * row count of N - 1: the rows past it keep the residual in place and stay poisoned elsewhere.
+ * Per dtype dt of x and b (rounded to it for both sides); the tolerances are the outputs' own. */
+static void test_add_layernorm_dt(kern_dtype_t dt) {
     static const int32_t hiddens[] = {7, 33, 136, 384, 768, 1024};
     static const int32_t ns[] = {1, 3, 129};
     static const char *rt_name[3] = {"fp32", "bf16", "f16"};
@@ -656,13 +767,14 @@ static void test_add_layernorm(void) {
                 for (int variant = 0; variant < 2; variant++) {
                     const int32_t H = hiddens[hi], N = ns[ni], rows = variant && N > 1 ? N - 1 : N;
                     const size_t n = (size_t)N * H, nr = (size_t)rows * H;
-                    float *x = s_rand_bf(n, -2, 2), *res = s_rand_bf(n, -2, 2);
-                    float *b = s_rand_bf(H, -1, 1), *g = s_rand_bf(H, 0.5f, 1.5f);
+                    float *x = s_rand_16(n, -2, 2, dt), *res = s_rand_bf(n, -2, 2);
+                    float *b = s_rand_16(H, -1, 1, dt), *g = s_rand_bf(H, 0.5f, 1.5f);
                     float *be = s_rand_bf(H, -0.5f, 0.5f);
                     float *ref = malloc(n * sizeof *ref);
                     memcpy(ref, res, n * sizeof *ref); /* rows past `rows` keep the residual */
                     kern_add_layernorm_ref(ref, x, variant ? NULL : b, res, g, be, rows, H, 1e-12f);
-                    uint16_t *dx = s_up_bf(x, n), *db = s_up_bf(b, H);
+                    const bool h = dt == KERN_DTYPE_F16;
+                    uint16_t *dx = s_up_16(x, n, h), *db = s_up_16(b, H, h);
                     float *dg = s_up(g, H * 4), *dbe = s_up(be, H * 4);
                     void *dres = rt == KERN_RESIDUAL_F32
                                      ? s_up(res, n * 4)
@@ -678,8 +790,8 @@ static void test_add_layernorm(void) {
                     uint16_t *obf = rt == KERN_RESIDUAL_BF16 && variant ? dres : s_dev(n * 2);
                     int32_t *dn = s_up(&rows, 4);
                     com_error_t err = {0};
-                    int rc = kern_add_layernorm_cuda(o32, oh, obf, dx, variant ? NULL : db, dres,
-                                                     (kern_residual_type_t)rt, dg, dbe, N,
+                    int rc = kern_add_layernorm_cuda(o32, oh, obf, dx, variant ? NULL : db, dt,
+                                                     dres, (kern_residual_type_t)rt, dg, dbe, N,
                                                      variant ? dn : NULL, H, 1e-12f, g_st, &err);
                     CHECK_MSG(rc == 0, "add_layernorm_cuda: %s", err.msg);
                     n_cfg[kern_add_layernorm_cuda_config(H)]++;
@@ -699,8 +811,10 @@ static void test_add_layernorm(void) {
                                 ? s_down_f32(outs[k].d, n)
                                 : s_down_16(outs[k].d, n, outs[k].kind == KERN_RESIDUAL_F16);
                         char what[96];
-                        snprintf(what, sizeof what, "add_ln %s residual, %s out %dx%d variant %d",
-                                 rt_name[rt], rt_name[outs[k].kind], (int)N, (int)H, variant);
+                        snprintf(what, sizeof what,
+                                 "add_ln %s x, %s residual, %s out %dx%d variant %d",
+                                 s_dtype_name(dt), rt_name[rt], rt_name[outs[k].kind], (int)N,
+                                 (int)H, variant);
                         /* in place: the rows past *n_rows keep the residual (ref holds it) */
                         s_cmp(what, got, ref, in_place ? n : nr, outs[k].tol, outs[k].tol);
                         if (!in_place && rows < N) /* the rows past *n_rows stay poisoned */
@@ -718,27 +832,38 @@ static void test_add_layernorm(void) {
                         cudaFree(obf);
                     cudaFree(dn);
                 }
-    /* no output at all, an unknown residual type */
+    /* no output at all, an unknown residual type, an unknown dtype */
     com_error_t err = {0};
     uint16_t *d = s_dev(64 * 2);
     float *p = s_dev(64 * 4);
-    CHECK(kern_add_layernorm_cuda(NULL, NULL, NULL, d, NULL, p, KERN_RESIDUAL_F32, p, p, 1, NULL,
-                                  64, 1e-12f, g_st, &err) == COM_EINVAL);
-    CHECK(kern_add_layernorm_cuda(p, NULL, NULL, d, NULL, p, (kern_residual_type_t)7, p, p, 1, NULL,
-                                  64, 1e-12f, g_st, &err) == COM_EINVAL);
+    CHECK(kern_add_layernorm_cuda(NULL, NULL, NULL, d, NULL, dt, p, KERN_RESIDUAL_F32, p, p, 1,
+                                  NULL, 64, 1e-12f, g_st, &err) == COM_EINVAL);
+    CHECK(kern_add_layernorm_cuda(p, NULL, NULL, d, NULL, dt, p, (kern_residual_type_t)7, p, p, 1,
+                                  NULL, 64, 1e-12f, g_st, &err) == COM_EINVAL);
+    CHECK(kern_add_layernorm_cuda(p, NULL, NULL, d, NULL, (kern_dtype_t)7, p, KERN_RESIDUAL_F32, p,
+                                  p, 1, NULL, 64, 1e-12f, g_st, &err) == COM_EINVAL);
     cudaFree(d), cudaFree(p);
     CHECK(n_cfg[0] > 0 && n_cfg[1] > 0 && n_cfg[2] > 0);
-    printf("add_layernorm: fp32, bf16 and f16 residuals; scalar, vector and register-resident "
-           "paths checked\n");
+    printf("add_layernorm %s x/b: fp32, bf16 and f16 residuals; scalar, vector and "
+           "register-resident paths checked (%d runs)\n",
+           s_dtype_name(dt), n_cfg[0] + n_cfg[1] + n_cfg[2]);
 }
 
-/* ---- attention ---- */
-static void test_attention(void) {
+static void test_add_layernorm(void) {
+    s_both_dtypes(test_add_layernorm_dt);
+}
+
+/* ---- attention (per dtype: q/k/v rounded to it, outputs compared at 1x / 2x s_tol16) ---- */
+static void test_attention_dt(kern_dtype_t dtype) {
     static const int32_t cases[][8] = {
         {1, 1},          {3, 1, 1, 1}, {5, 5, 64, 65, 1, 130}, {1, 300},
         {3, 512, 3, 17}, {2, 63, 129}, {6, 1, 2, 3, 4, 5, 6},  {7, 100, 33, 200, 1, 64, 128, 250}};
     /* every kernel kern_attention_cuda chooses from; the wgmma ones must run on sm_90 */
     static const kern_attention_kernel_t kernels[] = {KERN_ATTENTION_MMA, KERN_ATTENTION_WGMMA};
+    static const char *kernel_name[] = {"mma", "wgmma"};
+    const char *dn16 = s_dtype_name(dtype);
+    const bool h16 = dtype == KERN_DTYPE_F16;
+    const double atol = s_tol16(dtype), rtol = 2 * s_tol16(dtype); /* bf16: 1e-2, 2e-2 */
     int dev = 0, major = 0, minor = 0;
     CHECK(cudaGetDevice(&dev) == cudaSuccess);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
@@ -748,9 +873,9 @@ static void test_attention(void) {
     for (size_t ki = 0; ki < sizeof kernels / sizeof *kernels; ki++) {
         const kern_attention_kernel_t kernel = kernels[ki];
         if (kernel != KERN_ATTENTION_MMA && !sm90) {
-            printf("attention: kernel %d skipped (wgmma needs compute capability 9.0, this is "
+            printf("attention: kernel %s %s skipped (wgmma needs compute capability 9.0, this is "
                    "%d.%d)\n",
-                   (int)kernel, major, minor);
+                   kernel_name[ki], dn16, major, minor);
             continue;
         }
         for (int hd_i = 0; hd_i < 2; hd_i++)
@@ -765,7 +890,7 @@ static void test_attention(void) {
                         const int32_t n = s_cu(&cases[c][1], ns, cu), T = s_round64(n) + 64;
                         /* packed q | k | v rows, as the QKV GEMM writes them */
                         const int64_t ld = (int64_t)(nh + 2 * nkv) * hd;
-                        float *qkv = s_rand_bf((size_t)T * ld, -2, 2);
+                        float *qkv = s_rand_16((size_t)T * ld, -2, 2, dtype);
                         float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
                         for (size_t i = 0; i < (size_t)T * nh * hd; i++)
                             ref[i] = NAN; /* rows past n_tokens must stay unwritten */
@@ -773,24 +898,25 @@ static void test_attention(void) {
                         float *scratch = malloc(scratch_n * sizeof *scratch);
                         kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld,
                                            qkv + (nh + nkv) * hd, ld, cu, ns, 0, 1, scratch);
-                        uint16_t *dqkv = s_up_bf(qkv, (size_t)T * ld);
+                        uint16_t *dqkv = s_up_16(qkv, (size_t)T * ld, h16);
                         uint16_t *dout = s_dev((size_t)T * nh * hd * 2);
                         int32_t *ts = s_tok_seq(cu, ns, T);
                         int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, (ns + 1) * 4),
                                 *dn = s_up(&n, 4);
                         com_error_t err = {0};
                         int rc = kern_attention_cuda_kernel(
-                            kernel, &p, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
+                            kernel, &p, dtype, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
                             dqkv + (nh + nkv) * hd, ld, dcu, dts, dn, T, g_st, &err);
-                        CHECK_MSG(rc == 0, "attention_cuda kernel %d: %s", (int)kernel, err.msg);
-                        float *got = s_down_bf(dout, (size_t)T * nh * hd);
+                        CHECK_MSG(rc == 0, "attention_cuda kernel %s %s: %s", kernel_name[ki], dn16,
+                                  err.msg);
+                        float *got = s_down_16(dout, (size_t)T * nh * hd, h16);
                         /* NaN == NaN counts as equal in the helper only if both are NaN: compare
                          * the written rows, then check the padding rows stayed poisoned */
                         char what[96];
                         snprintf(what, sizeof what,
-                                 "attention kernel %d hd %d causal %d kv %d case %zu", (int)kernel,
-                                 (int)hd, causal, (int)nkv, c);
-                        s_cmp(what, got, ref, (size_t)n * nh * hd, 1e-2, 2e-2);
+                                 "attention kernel %s %s hd %d causal %d kv %d case %zu",
+                                 kernel_name[ki], dn16, (int)hd, causal, (int)nkv, c);
+                        s_cmp(what, got, ref, (size_t)n * nh * hd, atol, rtol);
                         CHECK_MSG(isnan(got[(size_t)n * nh * hd]) &&
                                       isnan(got[(size_t)T * nh * hd - 1]),
                                   "%s: rows past n_tokens were written", what);
@@ -807,36 +933,54 @@ static void test_attention(void) {
             for (int32_t s = 0; s <= ns; s++)
                 cu[s] = 512 * s;
             const int64_t ld = 3 * nh * hd;
-            float *qkv = s_rand_bf((size_t)T * ld, -2, 2);
+            float *qkv = s_rand_16((size_t)T * ld, -2, 2, dtype);
             float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
             float *scratch = malloc(kern_attention_ref_scratch_floats(&p, 512) * sizeof *scratch);
             kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld, qkv + 2 * nh * hd, ld,
                                cu, ns, 0, 1, scratch);
-            uint16_t *dqkv = s_up_bf(qkv, (size_t)T * ld), *dout = s_dev((size_t)T * nh * hd * 2);
+            uint16_t *dqkv = s_up_16(qkv, (size_t)T * ld, h16);
+            uint16_t *dout = s_dev((size_t)T * nh * hd * 2);
             int32_t *ts = s_tok_seq(cu, ns, T);
             int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, sizeof cu), *dn = s_up(&n, 4);
             com_error_t err = {0};
-            CHECK(kern_attention_cuda_kernel(kernel, &p, dout, nh * hd, dqkv, ld, dqkv + nh * hd,
-                                             ld, dqkv + 2 * nh * hd, ld, dcu, dts, dn, T, g_st,
-                                             &err) == 0);
-            float *got = s_down_bf(dout, (size_t)T * nh * hd);
+            CHECK(kern_attention_cuda_kernel(kernel, &p, dtype, dout, nh * hd, dqkv, ld,
+                                             dqkv + nh * hd, ld, dqkv + 2 * nh * hd, ld, dcu, dts,
+                                             dn, T, g_st, &err) == 0);
+            float *got = s_down_16(dout, (size_t)T * nh * hd, h16);
             char what[64];
-            snprintf(what, sizeof what, "attention kernel %d 16 x 512 (bucket 8192)", (int)kernel);
-            s_cmp(what, got, ref, (size_t)T * nh * hd, 1e-2, 2e-2);
+            snprintf(what, sizeof what, "attention kernel %s %s 16 x 512 (bucket 8192)",
+                     kernel_name[ki], dn16);
+            s_cmp(what, got, ref, (size_t)T * nh * hd, atol, rtol);
             free(got), free(qkv), free(ref), free(scratch), free(ts);
             cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
         }
+        printf("attention: kernel %s %s checked\n", kernel_name[ki], dn16);
     }
     {
         const kern_attention_params_t bad = {4, 4, 48, 0.1f, false};
         com_error_t err = {0};
         int32_t *dummy = s_dev(64);
-        CHECK(kern_attention_cuda(&bad, (uint16_t *)dummy, 192, (uint16_t *)dummy, 192,
+        CHECK(kern_attention_cuda(&bad, dtype, (uint16_t *)dummy, 192, (uint16_t *)dummy, 192,
                                   (uint16_t *)dummy, 192, (uint16_t *)dummy, 192, dummy, dummy,
                                   dummy, 64, g_st, &err) == COM_EUNSUPPORTED);
         cudaFree(dummy);
     }
-    printf("attention: %d configurations (kernel x head_dim x causal x GQA) checked\n", n_cfg);
+    printf("attention %s: %d configurations (kernel x head_dim x causal x GQA) checked\n", dn16,
+           n_cfg);
+}
+
+static void test_attention(void) {
+    s_both_dtypes(test_attention_dt);
+    /* an unknown dtype is refused by both kernels, nothing enqueued */
+    const kern_attention_params_t p = {4, 4, 64, 0.125f, false};
+    com_error_t err = {0};
+    int32_t *dummy = s_dev(64);
+    uint16_t *d16 = (uint16_t *)dummy;
+    for (int k = KERN_ATTENTION_AUTO; k <= KERN_ATTENTION_WGMMA; k++)
+        CHECK(kern_attention_cuda_kernel((kern_attention_kernel_t)k, &p, (kern_dtype_t)2, d16, 256,
+                                         d16, 768, d16, 768, d16, 768, dummy, dummy, dummy, 64,
+                                         g_st, &err) == COM_EINVAL);
+    cudaFree(dummy);
 }
 
 /* ---- pooling ---- */

@@ -26,7 +26,7 @@ typedef struct wrk_engine_opts {
                                  for cuda options after commas: graphs=, tune=, pdl=, residual=
                                  (docs/engine.md) */
     int32_t threads;          /* cpu: compute threads, 0 = all cores */
-    int32_t max_batch_tokens; /* largest packed batch accepted, 0 = default (16384) */
+    int32_t max_batch_tokens; /* largest packed batch accepted, 0 = default (16384; cuda 32768) */
 } wrk_engine_opts_t;
 
 typedef struct wrk_batch {

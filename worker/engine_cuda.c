@@ -25,7 +25,9 @@
  *   type, worker/model_bert_cuda.h; default auto: f16 when the model's LayerNorm weights keep
  *   it in range, else f32), tune_cache=on|off (default on: keep the timed choices in a file,
  *   s_tune_cache_path, so the next start on the same GPU and libraries skips the timing),
- *   lanes=1|2|3|4 (above) and graphs=...:
+ *   lanes=1|2|3|4 (above), dtype=auto|bf16|f16 (the weights' and activations' 16-bit type,
+ *   worker/model_bert_cuda.h; default auto: binary16 when the model's weights bound every
+ *   value within its range, else bf16) and graphs=...:
  * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's
  * first chunk runs eagerly, every later one launches its slot's graph of the bucket, captured
  * (cudaStreamBeginCapture in thread-local mode, instantiate) the first time that slot carries it;
@@ -454,7 +456,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     int rc;
     int32_t max_tokens = opts ? opts->max_batch_tokens : 0;
     int32_t graph_mode = 0, tune = 1, pdl = 1, residual = WRK_BERT_RESIDUAL_AUTO, tune_cache = 1;
-    int32_t lanes = S_DEFAULT_LANES;
+    int32_t lanes = S_DEFAULT_LANES, dtype = WRK_BERT_DTYPE_AUTO;
     /* options after the device, comma-separated, each one of these words */
     const struct {
         const char *word;
@@ -475,7 +477,10 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  {"lanes=1", &lanes, 1},
                  {"lanes=2", &lanes, 2},
                  {"lanes=3", &lanes, 3},
-                 {"lanes=4", &lanes, 4}};
+                 {"lanes=4", &lanes, 4},
+                 {"dtype=auto", &dtype, WRK_BERT_DTYPE_AUTO},
+                 {"dtype=bf16", &dtype, KERN_DTYPE_BF16},
+                 {"dtype=f16", &dtype, KERN_DTYPE_F16}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
          o = strchr(o + 1, ',')) {
         const char *v = o + 1;
@@ -488,7 +493,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
             return com_error_set(err, COM_EINVAL,
                                  "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
                                  "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
-                                 "tune_cache=on|off, lanes=1|2|3|4)",
+                                 "tune_cache=on|off, lanes=1|2|3|4, dtype=auto|bf16|f16)",
                                  (int)n, v);
         *words[w].var = words[w].value;
     }
@@ -497,7 +502,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     const wrk_bert_cuda_opts_t mopts = {.tune = tune != 0,
                                         .residual = residual,
                                         .tune_cache = cached ? cache_path : NULL,
-                                        .lanes = lanes};
+                                        .lanes = lanes,
+                                        .dtype = dtype};
     kern_pdl_set(pdl != 0); /* process-wide: one engine per worker process */
     if (max_tokens < 0 || max_tokens > (1 << 20))
         return com_error_set(err, COM_EINVAL, "engine cuda: max_batch_tokens %d", (int)max_tokens);
@@ -580,6 +586,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->stats.max_bucket = max_bucket;
     e->stats.device_bytes = wrk_bert_cuda_device_bytes(e->model);
     e->stats.residual = wrk_bert_cuda_residual(e->model);
+    e->stats.dtype = wrk_bert_cuda_dtype(e->model);
     wrk_bert_cuda_plan_counts(e->model, &e->stats.plans_timed, &e->stats.plans_cached);
     e->stats.pinned_bytes = (size_t)e->n_slots * (in_bytes + out_bytes);
     if (graph_mode == 1 && (rc = s_capture_all(e, err)) != 0)
@@ -594,11 +601,11 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         struct cudaDeviceProp prop;
         const char *name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "?";
         static const char *const res_name[] = {"f32", "bf16", "f16"};
-        COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), bf16, %s residual, %d "
+        COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), %s, %s residual, %d "
                  "buckets up to %d tokens, %d lanes, graphs %s%s, %.1f MiB device memory",
                  (int)device, name, model_dir, e->info.architecture, (int)e->info.num_layers,
-                 (int)e->info.hidden_size, res_name[e->stats.residual], (int)e->n_buckets,
-                 (int)max_bucket, (int)e->n_lanes,
+                 (int)e->info.hidden_size, e->stats.dtype == KERN_DTYPE_F16 ? "binary16" : "bf16",
+                 res_name[e->stats.residual], (int)e->n_buckets, (int)max_bucket, (int)e->n_lanes,
                  graph_mode == 0   ? "lazy"
                  : graph_mode == 1 ? "captured at start"
                                    : "off",

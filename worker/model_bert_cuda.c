@@ -2,24 +2,29 @@
  * model_bert_cuda.h; the CPU twin is worker/model_bert.c, whose tensor naming it follows).
  *
  * Weights: names with or without "bert."; each com_safetensors_expect-ed with the configured
- * shape, converted through fp32 to bf16 on the host (round to nearest even) and copied once;
- * Q, K, V concatenated into Wqkv [3H, H] / bqkv [3H]. LayerNorm gamma/beta stay fp32.
+ * shape, converted through fp32 to the model's 16-bit type on the host (round to nearest even)
+ * and copied once; Q, K, V concatenated into Wqkv [3H, H] / bqkv [3H]. LayerNorm gamma/beta stay
+ * fp32. The 16-bit type (dtype, kern_dtype_t) of the weights and of every 16-bit activation
+ * below ("16" in the table): binary16 when worker/bert_range.h bounds every such value inside
+ * its range (checked in a first pass over the weights, s_load), else bf16.
  *
  * Activations per lane (T = the largest bucket, H hidden, I intermediate), all planned here,
  * zeroed once; the tuner times in lane 0's:
  *   in     int32 [4 + 4T + 1]   the input area (wrk_bert_cuda_input_words)
- *   h32    fp32  [T, H]         residual stream (LayerNorm outputs, kept in fp32); with an
- *                               f16 or bf16 stream only the embedding's and the last
- *                               LayerNorm write it (the first sublayer end and the pooling
- *                               read it)
- *   r16    f16   [T, H]         the residual stream with residual f16 (else not allocated)
- *   hb     bf16  [T, H]         the LayerNorm outputs rounded to bf16: the next GEMM's input
- *                               (and the residual stream itself with residual bf16)
- *   big    bf16  [T, max(3H,I)] QKV, later the FFN intermediate; after the last layer the
+ *   h32    fp32  [T, H]         residual stream (LayerNorm outputs, kept in fp32); with a
+ *                               16-bit stream only the last LayerNorm writes it (the pooling
+ *                               reads it) and, with r16, the embedding's (the first sublayer
+ *                               end reads it)
+ *   r16    f16   [T, H]         the residual stream with residual f16 beside bf16 activations
+ *                               (else not allocated)
+ *   hb     16    [T, H]         the LayerNorm outputs rounded to 16 bits: the next GEMM's input,
+ *                               and the residual stream itself with residual bf16 (bf16
+ *                               activations) or f16 (binary16 activations)
+ *   big    16    [T, max(3H,I)] QKV, later the FFN intermediate; after the last layer the
  *                               pooled fp32 embeddings when forward is given no destination
  *                               (the tuner's timing runs)
- *   ctx    bf16  [T, H]         attention output
- *   tmp    bf16  [T, H]         the output / FFN-down GEMM's result (+ bias) when the plan
+ *   ctx    16    [T, H]         attention output
+ *   tmp    16    [T, H]         the output / FFN-down GEMM's result (+ bias) when the plan
  *                               runs the residual + LayerNorm as a kernel of its own (ln scratch)
  *   ws     32 MiB               cuBLASLt workspace (every plan is chosen to fit it)
  * GEMM algorithms: per bucket and GEMM, the fastest of cuBLASLt's heuristic candidates and our
@@ -30,8 +35,8 @@
  * h32,hb = LN(ctx Wo^T + bo + h32) (BIAS_ADD_LN epilogue: one kernel when our fused Hopper GEMM
  * wins the timing, else the GEMM into tmp and the residual + LayerNorm kernel);
  * big = GELU(hb W1^T + b1) (one kernel when ours wins the timing, else cuBLASLt + the GELU
- * kernel); h32,hb = LN(big W2^T + b2 + h32) (BIAS_ADD_LN again). With an f16 residual the
- * sublayer ends write r16 and hb (the first reads h32, the last writes h32 too); with bf16 they
+ * kernel); h32,hb = LN(big W2^T + b2 + h32) (BIAS_ADD_LN again). With r16 the sublayer ends
+ * write r16 and hb (the first reads h32, the last writes h32 too); when hb is the stream they
  * read and write hb alone (hb = LN(. + hb); the last one writes h32 too). Then
  * pooling from h32 into forward's destination. Padding rows [n_tokens, T) of hb are zeros
  * (embedding kernel) and stay finite everywhere else (the LayerNorms do not write them). Thread:
@@ -44,6 +49,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/half.h"
 #include "common/log.h"
 #include "common/safetensors.h"
 #include "kernels/add_layernorm.h"
@@ -53,6 +59,7 @@
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
+#include "worker/bert_range.h"
 #include "worker/tune_cache.h"
 
 #define S_WORKSPACE_BYTES ((size_t)32 << 20)
@@ -92,6 +99,7 @@ struct wrk_bert_cuda {
     size_t n_allocs, cap_allocs, bytes;
     int32_t n_lanes;
     s_acts_t *lanes;                   /* [n_lanes]; the tuner uses lane 0 */
+    kern_dtype_t dtype;                /* of the weights and 16-bit activations */
     kern_residual_type_t residual;     /* the residual stream: h32, r16 or hb alone */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
@@ -111,21 +119,25 @@ static int s_dalloc(wrk_bert_cuda_t *m, size_t bytes, void **p, com_error_t *err
     return 0;
 }
 
-/* Copies n fp32 values to the device as bf16 (as_bf16) or fp32 into dst (allocated). */
-static int s_upload(wrk_bert_cuda_t *m, const float *src, size_t n, bool as_bf16, void **dst,
+/* Copies n fp32 values to the device in the model's 16-bit type (as16) or as fp32 into dst
+ * (allocated). */
+static int s_upload(wrk_bert_cuda_t *m, const float *src, size_t n, bool as16, void **dst,
                     com_error_t *err) {
-    int rc = s_dalloc(m, n * (as_bf16 ? 2 : 4), dst, err);
+    int rc = s_dalloc(m, n * (as16 ? 2 : 4), dst, err);
     if (rc != 0)
         return rc;
-    if (!as_bf16) {
+    if (!as16) {
         KERN_CUDA_TRY(cudaMemcpy(*dst, src, n * 4, cudaMemcpyHostToDevice), err);
         return 0;
     }
     uint16_t *b = malloc(n * sizeof *b);
     if (!b)
         return com_error_set(err, COM_ENOMEM, "bert cuda: out of memory (%zu values)", n);
-    for (size_t i = 0; i < n; i++)
-        b[i] = kern_bf16_from_f32(src[i]);
+    if (m->dtype == KERN_DTYPE_F16)
+        com_half_from_f32_n(src, b, n);
+    else
+        for (size_t i = 0; i < n; i++)
+            b[i] = kern_bf16_from_f32(src[i]);
     cudaError_t ce = cudaMemcpy(*dst, b, n * 2, cudaMemcpyHostToDevice);
     free(b);
     KERN_CUDA_TRY(ce, err);
@@ -149,30 +161,13 @@ static int s_read(const com_safetensors_t *st, const char *prefix, const char *n
     return 0;
 }
 
-/* max |v[i]| (NaN counts as infinite: such weights must not pass the range check) */
-static double s_max_abs(const float *v, size_t n) {
-    double mx = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double a = fabs((double)v[i]);
-        if (isnan(a))
-            return INFINITY;
-        mx = a > mx ? a : mx;
-    }
-    return mx;
-}
-
-/* Raises *ln_bound to a LayerNorm's output bound: with biased variance over H values, each
- * normalised value lies within sqrt(H - 1) of zero, so |y| <= sqrt(H - 1) max|gamma| + max|beta|
- * whatever the input. */
-static void s_ln_bound(double *ln_bound, int32_t H, double g_max, double b_max) {
-    const double bound = sqrt((double)H - 1.0) * g_max + b_max;
-    if (!(bound <= *ln_bound)) /* NaN too */
-        *ln_bound = bound;
-}
-
-/* Loads the weights onto the device; *ln_bound: the largest |output| any sublayer end's
- * LayerNorm can produce (s_ln_bound), which decides the residual stream's type. */
-static int s_load(wrk_bert_cuda_t *m, const char *path, double *ln_bound, com_error_t *err) {
+/* Loads the weights onto the device, in two passes over the file: the first bounds every
+ * value the forward pass stores in 16 bits (worker/bert_range.h) into *range and settles the
+ * 16-bit type (dtype: a kern_dtype_t, or WRK_BERT_DTYPE_AUTO = binary16 when every bound stays
+ * inside its range, else bf16; binary16 asked for beyond it is refused), the second uploads the
+ * weights in that type (LayerNorm parameters in fp32). */
+static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_range_t *range,
+                  com_error_t *err) {
     const com_model_info_t *in = &m->info;
     com_safetensors_t *st = NULL;
     int rc = com_safetensors_open(path, &st, err);
@@ -182,70 +177,132 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, double *ln_bound, com_er
                               !com_safetensors_find(st, "embeddings.word_embeddings.weight")
                           ? "bert."
                           : "";
-    const int64_t H = in->hidden_size, I = in->intermediate_size;
-    size_t big = (size_t)in->vocab_size * H;
-    size_t need[] = {(size_t)in->max_position_embeddings * H, 3 * (size_t)H * H, (size_t)I * H};
+    const int64_t H = in->hidden_size, I = in->intermediate_size, V = in->vocab_size;
+    const int64_t P = in->max_position_embeddings, TV = in->type_vocab_size;
+    size_t big = (size_t)V * H;
+    size_t need[] = {(size_t)P * H, 3 * (size_t)H * H, (size_t)I * H};
     for (size_t i = 0; i < sizeof need / sizeof *need; i++)
         big = need[i] > big ? need[i] : big;
-    float *buf = malloc(big * sizeof *buf);
-    if (!buf) {
-        com_safetensors_destroy(&st);
-        return com_error_set(err, COM_ENOMEM, "bert cuda: out of memory (%zu floats)", big);
+    float *buf = malloc(big * sizeof *buf), *bias = malloc((size_t)(I > 3 * H ? I : 3 * H) * 4);
+    float *g = malloc((size_t)H * sizeof *g);
+    if (!buf || !bias || !g) {
+        rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory (%zu floats)", big);
+        goto out;
     }
-#define LOAD(dst, name, nd, a, b, bf)                                                              \
+    /* binary16's largest finite value is 65504; 65000 leaves room for the fp32 arithmetic's own
+     * rounding before a value is stored */
+    const double f16_limit = 65000.0;
+#define READ(into, name, nd, a, b)                                                                 \
     do {                                                                                           \
-        if ((rc = s_read(st, pre, (name), (nd), (a), (b), buf, err)) != 0 ||                       \
-            (rc = s_upload(m, buf, (size_t)(a) * ((nd) == 2 ? (size_t)(b) : 1), (bf),              \
-                           (void **)&(dst), err)) != 0)                                            \
+        if ((rc = s_read(st, pre, (name), (nd), (a), (b), (into), err)) != 0)                      \
             goto out;                                                                              \
     } while (0)
-    LOAD(m->word, "embeddings.word_embeddings.weight", 2, in->vocab_size, H, true);
-    LOAD(m->pos, "embeddings.position_embeddings.weight", 2, in->max_position_embeddings, H, true);
-    LOAD(m->type, "embeddings.token_type_embeddings.weight", 2, in->type_vocab_size, H, true);
-    LOAD(m->emb_g, "embeddings.LayerNorm.weight", 1, H, 0, false);
-    LOAD(m->emb_b, "embeddings.LayerNorm.bias", 1, H, 0, false);
-    for (int32_t l = 0; l < in->num_layers; l++) {
-        s_layer_t *L = &m->layers[l];
-        char n[160];
-        static const char *const qkv[3] = {"query", "key", "value"};
-        for (int j = 0; j < 3; j++) {
-            snprintf(n, sizeof n, "encoder.layer.%d.attention.self.%s.weight", (int)l, qkv[j]);
-            if ((rc = s_read(st, pre, n, 2, H, H, buf + (size_t)j * H * H, err)) != 0)
-                goto out;
-        }
-        if ((rc = s_upload(m, buf, 3 * (size_t)H * H, true, (void **)&L->wqkv, err)) != 0)
-            goto out;
-        for (int j = 0; j < 3; j++) {
-            snprintf(n, sizeof n, "encoder.layer.%d.attention.self.%s.bias", (int)l, qkv[j]);
-            if ((rc = s_read(st, pre, n, 1, H, 0, buf + (size_t)j * H, err)) != 0)
-                goto out;
-        }
-        if ((rc = s_upload(m, buf, 3 * (size_t)H, true, (void **)&L->bqkv, err)) != 0)
-            goto out;
-#define LOADL(dst, fmt, nd, a, b, bf)                                                              \
+#define UPLOAD(dst, from, count, as16)                                                             \
     do {                                                                                           \
-        snprintf(n, sizeof n, fmt, (int)l);                                                        \
-        LOAD(dst, n, nd, a, b, bf);                                                                \
+        if (pass == 1 &&                                                                           \
+            (rc = s_upload(m, (from), (size_t)(count), (as16), (void **)&(dst), err)) != 0)        \
+            goto out;                                                                              \
     } while (0)
-        LOADL(L->wo, "encoder.layer.%d.attention.output.dense.weight", 2, H, H, true);
-        LOADL(L->bo, "encoder.layer.%d.attention.output.dense.bias", 1, H, 0, true);
-        LOADL(L->ln1_g, "encoder.layer.%d.attention.output.LayerNorm.weight", 1, H, 0, false);
-        double g_max = s_max_abs(buf, (size_t)H);
-        LOADL(L->ln1_b, "encoder.layer.%d.attention.output.LayerNorm.bias", 1, H, 0, false);
-        s_ln_bound(ln_bound, (int32_t)H, g_max, s_max_abs(buf, (size_t)H));
-        LOADL(L->w1, "encoder.layer.%d.intermediate.dense.weight", 2, I, H, true);
-        LOADL(L->b1, "encoder.layer.%d.intermediate.dense.bias", 1, I, 0, true);
-        LOADL(L->w2, "encoder.layer.%d.output.dense.weight", 2, H, I, true);
-        LOADL(L->b2, "encoder.layer.%d.output.dense.bias", 1, H, 0, true);
-        LOADL(L->ln2_g, "encoder.layer.%d.output.LayerNorm.weight", 1, H, 0, false);
-        g_max = s_max_abs(buf, (size_t)H);
-        LOADL(L->ln2_b, "encoder.layer.%d.output.LayerNorm.bias", 1, H, 0, false);
-        s_ln_bound(ln_bound, (int32_t)H, g_max, s_max_abs(buf, (size_t)H));
-#undef LOADL
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            const bool fits = range->worst <= f16_limit;
+            if (dtype == KERN_DTYPE_F16 && !fits) {
+                rc = com_error_set(err, COM_EUNSUPPORTED,
+                                   "bert cuda: dtype=f16: a value of the forward pass may reach "
+                                   "%g, beyond binary16's range (65504)",
+                                   range->worst);
+                goto out;
+            }
+            m->dtype = dtype != WRK_BERT_DTYPE_AUTO ? (kern_dtype_t)dtype
+                       : fits                       ? KERN_DTYPE_F16
+                                                    : KERN_DTYPE_BF16;
+        }
+        READ(buf, "embeddings.word_embeddings.weight", 2, V, H);
+        if (pass == 0)
+            wrk_bert_range_values(range, buf, (size_t)(V * H));
+        UPLOAD(m->word, buf, V * H, true);
+        READ(buf, "embeddings.position_embeddings.weight", 2, P, H);
+        if (pass == 0)
+            wrk_bert_range_values(range, buf, (size_t)(P * H));
+        UPLOAD(m->pos, buf, P * H, true);
+        READ(buf, "embeddings.token_type_embeddings.weight", 2, TV, H);
+        if (pass == 0)
+            wrk_bert_range_values(range, buf, (size_t)(TV * H));
+        UPLOAD(m->type, buf, TV * H, true);
+        READ(g, "embeddings.LayerNorm.weight", 1, H, 0);
+        READ(buf, "embeddings.LayerNorm.bias", 1, H, 0);
+        if (pass == 0)
+            wrk_bert_range_layernorm(range, g, buf);
+        UPLOAD(m->emb_g, g, H, false);
+        UPLOAD(m->emb_b, buf, H, false);
+        for (int32_t l = 0; l < in->num_layers; l++) {
+            s_layer_t *L = &m->layers[l];
+            char n[160];
+#define NAME(fmt) (snprintf(n, sizeof n, "encoder.layer.%d." fmt, (int)l), n)
+            static const char *const qkv[3] = {"query", "key", "value"};
+            for (int j = 0; j < 3; j++) {
+                snprintf(n, sizeof n, "encoder.layer.%d.attention.self.%s.weight", (int)l, qkv[j]);
+                READ(buf + (size_t)j * H * H, n, 2, H, H);
+                snprintf(n, sizeof n, "encoder.layer.%d.attention.self.%s.bias", (int)l, qkv[j]);
+                READ(bias + (size_t)j * H, n, 1, H, 0);
+            }
+            double v_bound = 0.0, up_bound = 0.0;
+            if (pass == 0) { /* QKV, and its V rows: what the attention output mixes */
+                wrk_bert_range_values(range, buf, (size_t)(3 * H * H));
+                wrk_bert_range_values(range, bias, (size_t)(3 * H));
+                wrk_bert_range_after_ln(range, buf, bias, 0, (int32_t)(3 * H));
+                v_bound =
+                    wrk_bert_range_after_ln(range, buf, bias, (int32_t)(2 * H), (int32_t)(3 * H));
+            }
+            UPLOAD(L->wqkv, buf, 3 * H * H, true);
+            UPLOAD(L->bqkv, bias, 3 * H, true);
+            READ(buf, NAME("attention.output.dense.weight"), 2, H, H);
+            READ(bias, NAME("attention.output.dense.bias"), 1, H, 0);
+            if (pass == 0) {
+                wrk_bert_range_values(range, buf, (size_t)(H * H));
+                wrk_bert_range_values(range, bias, (size_t)H);
+                wrk_bert_range_after_bound(range, buf, bias, (int32_t)H, (int32_t)H, v_bound);
+            }
+            UPLOAD(L->wo, buf, H * H, true);
+            UPLOAD(L->bo, bias, H, true);
+            READ(g, NAME("attention.output.LayerNorm.weight"), 1, H, 0);
+            READ(bias, NAME("attention.output.LayerNorm.bias"), 1, H, 0);
+            if (pass == 0)
+                wrk_bert_range_layernorm(range, g, bias);
+            UPLOAD(L->ln1_g, g, H, false);
+            UPLOAD(L->ln1_b, bias, H, false);
+            READ(buf, NAME("intermediate.dense.weight"), 2, I, H);
+            READ(bias, NAME("intermediate.dense.bias"), 1, I, 0);
+            if (pass == 0) { /* FFN-up, then its GELU: FFN-down's input */
+                wrk_bert_range_values(range, buf, (size_t)(I * H));
+                wrk_bert_range_values(range, bias, (size_t)I);
+                up_bound = wrk_bert_range_gelu(
+                    range, wrk_bert_range_after_ln(range, buf, bias, 0, (int32_t)I));
+            }
+            UPLOAD(L->w1, buf, I * H, true);
+            UPLOAD(L->b1, bias, I, true);
+            READ(buf, NAME("output.dense.weight"), 2, H, I);
+            READ(bias, NAME("output.dense.bias"), 1, H, 0);
+            if (pass == 0) {
+                wrk_bert_range_values(range, buf, (size_t)(H * I));
+                wrk_bert_range_values(range, bias, (size_t)H);
+                wrk_bert_range_after_bound(range, buf, bias, (int32_t)H, (int32_t)I, up_bound);
+            }
+            UPLOAD(L->w2, buf, H * I, true);
+            UPLOAD(L->b2, bias, H, true);
+            READ(g, NAME("output.LayerNorm.weight"), 1, H, 0);
+            READ(bias, NAME("output.LayerNorm.bias"), 1, H, 0);
+            if (pass == 0)
+                wrk_bert_range_layernorm(range, g, bias);
+            UPLOAD(L->ln2_g, g, H, false);
+            UPLOAD(L->ln2_b, bias, H, false);
+#undef NAME
+        }
     }
-#undef LOAD
+#undef UPLOAD
+#undef READ
 out:
-    free(buf);
+    free(buf), free(bias), free(g);
     com_safetensors_destroy(&st);
     if (rc != 0)
         com_error_prefix(err, rc, "%s", path);
@@ -384,6 +441,11 @@ static const kern_linear_epilogue_t s_epi[S_N_GEMM] = {[S_QKV] = KERN_LINEAR_BIA
                                                        [S_FF1] = KERN_LINEAR_BIAS_GELU,
                                                        [S_FF2] = KERN_LINEAR_BIAS_ADD_LN};
 
+/* true iff the residual stream is a binary16 copy beside bf16 activations (r16) */
+static bool s_r16(const wrk_bert_cuda_t *m) {
+    return m->residual == KERN_RESIDUAL_F16 && m->dtype == KERN_DTYPE_BF16;
+}
+
 /* The operands of a sublayer end (KERN_LINEAR_BIAS_ADD_LN) of layer L: after attention (ffn
  * false) or after the FFN. The residual stream is updated in place: h32 and hb with the fp32
  * residual; r16 and hb with f16 (the first sublayer end reads h32, which the embedding's
@@ -398,15 +460,17 @@ static kern_linear_ln_t s_sublayer_end(const wrk_bert_cuda_t *m, const s_acts_t 
                            .eps = m->info.layer_norm_eps,
                            .n_rows = n_rows,
                            .scratch = a->tmp};
-    if (rt == KERN_RESIDUAL_F32 || (rt == KERN_RESIDUAL_F16 && first))
+    if (rt == KERN_RESIDUAL_F32 || (s_r16(m) && first))
         ln.residual = a->h32;
-    else if (rt == KERN_RESIDUAL_F16)
+    else if (s_r16(m))
         ln.residual_f16 = a->r16;
+    else if (rt == KERN_RESIDUAL_F16) /* binary16 activations: hb is the stream */
+        ln.residual_f16 = a->hb;
     else
         ln.residual_bf16 = a->hb;
     if (rt == KERN_RESIDUAL_F32 || f32_too)
         ln.out_f32 = a->h32;
-    if (rt == KERN_RESIDUAL_F16 && !f32_too)
+    if (s_r16(m) && !f32_too)
         ln.out_f16 = a->r16;
     return ln;
 }
@@ -416,8 +480,8 @@ static kern_linear_ln_t s_sublayer_end(const wrk_bert_cuda_t *m, const s_acts_t 
 static void s_plan_key(const wrk_bert_cuda_t *m, int32_t b, int i, char *key, size_t cap) {
     const int32_t H = m->info.hidden_size, I = m->info.intermediate_size;
     const int32_t in[S_N_GEMM] = {H, H, H, I}, out[S_N_GEMM] = {3 * H, H, I, H};
-    snprintf(key, cap, "n %d in %d out %d epi %d%s", (int)m->buckets[b], (int)in[i], (int)out[i],
-             (int)s_epi[i],
+    snprintf(key, cap, "n %d in %d out %d epi %d%s%s", (int)m->buckets[b], (int)in[i], (int)out[i],
+             (int)s_epi[i], m->dtype == KERN_DTYPE_F16 ? " f16" : "",
              s_epi[i] != KERN_LINEAR_BIAS_ADD_LN ? ""
              : m->residual == KERN_RESIDUAL_BF16 ? " residual bf16"
              : m->residual == KERN_RESIDUAL_F16  ? " residual f16"
@@ -620,12 +684,26 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         rc = com_error_set(err, COM_EINVAL, "bert cuda: residual type %d", opts->residual);
         goto err;
     }
-    double ln_bound = 0.0;
-    if ((rc = s_load(m, weights_path, &ln_bound, err)) != 0)
+    if (opts->dtype < WRK_BERT_DTYPE_AUTO || opts->dtype > KERN_DTYPE_F16) {
+        rc = com_error_set(err, COM_EINVAL, "bert cuda: dtype %d", opts->dtype);
         goto err;
-    /* auto: f16 when no LayerNorm output can leave its finite range (65504; 65000 leaves a
-     * margin for the fp32 arithmetic's own rounding), else fp32 */
+    }
+    wrk_bert_range_t range;
+    if ((rc = wrk_bert_range_init(&range, info->hidden_size, err)) != 0)
+        goto err;
+    rc = s_load(m, weights_path, opts->dtype, &range, err);
+    const double ln_bound = range.ln_max;
+    wrk_bert_range_fini(&range);
+    if (rc != 0)
+        goto err;
+    /* auto: the 16-bit activations themselves with binary16 ones (then in range: s_load checked
+     * every value); with bf16 ones a binary16 copy when no LayerNorm output can leave its finite
+     * range (65504; 65000 leaves a margin for the fp32 arithmetic's own rounding), else fp32 */
     const bool f16_fits = ln_bound <= 65000.0;
+    if (m->dtype == KERN_DTYPE_F16 && opts->residual == KERN_RESIDUAL_BF16) {
+        rc = com_error_set(err, COM_EINVAL, "bert cuda: residual=bf16 needs dtype=bf16");
+        goto err;
+    }
     m->residual = opts->residual != WRK_BERT_RESIDUAL_AUTO ? (kern_residual_type_t)opts->residual
                   : f16_fits                               ? KERN_RESIDUAL_F16
                                                            : KERN_RESIDUAL_F32;
@@ -643,8 +721,7 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         if ((rc = s_dalloc(m, wrk_bert_cuda_input_words((int32_t)T) * 4, (void **)&a->in, err)) ||
             (rc = s_dalloc(m, T * H * 4, (void **)&a->h32, err)) ||
             (rc = s_dalloc(m, T * H * 2, (void **)&a->hb, err)) ||
-            (m->residual == KERN_RESIDUAL_F16 &&
-             (rc = s_dalloc(m, T * H * 2, (void **)&a->r16, err))) ||
+            (s_r16(m) && (rc = s_dalloc(m, T * H * 2, (void **)&a->r16, err))) ||
             (rc = s_dalloc(m, T * wide * 2, (void **)&a->big, err)) ||
             (rc = s_dalloc(m, T * H * 2, (void **)&a->ctx, err)) ||
             (rc = s_dalloc(m, T * H * 2, (void **)&a->tmp, err)) ||
@@ -667,13 +744,13 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         const int32_t n = buckets[b], h = (int32_t)H, inter = (int32_t)I;
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
         if ((rc = kern_linear_plan_new(m->lt, n, h, 3 * h, s_epi[S_QKV], S_WORKSPACE_BYTES, 0,
-                                       &p[S_QKV], err)) ||
-            (rc = kern_linear_plan_new(m->lt, n, h, h, s_epi[S_OUT], S_WORKSPACE_BYTES, 0,
+                                       m->dtype, &p[S_QKV], err)) ||
+            (rc = kern_linear_plan_new(m->lt, n, h, h, s_epi[S_OUT], S_WORKSPACE_BYTES, 0, m->dtype,
                                        &p[S_OUT], err)) ||
             (rc = kern_linear_plan_new(m->lt, n, h, inter, s_epi[S_FF1], S_WORKSPACE_BYTES, 0,
-                                       &p[S_FF1], err)) ||
+                                       m->dtype, &p[S_FF1], err)) ||
             (rc = kern_linear_plan_new(m->lt, n, inter, h, s_epi[S_FF2], S_WORKSPACE_BYTES, 0,
-                                       &p[S_FF2], err)))
+                                       m->dtype, &p[S_FF2], err)))
             goto err;
     }
     if (opts->tune && (rc = s_tune(m, opts->tune_cache, err)) != 0)
@@ -692,6 +769,10 @@ void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t
 
 int wrk_bert_cuda_residual(const wrk_bert_cuda_t *m) {
     return (int)m->residual;
+}
+
+int wrk_bert_cuda_dtype(const wrk_bert_cuda_t *m) {
+    return (int)m->dtype;
 }
 
 size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m) {
@@ -719,11 +800,13 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
         if ((rc = (call)) != 0)                                                                    \
             return rc;                                                                             \
     } while (0)
-    const bool bf16_stream = m->residual == KERN_RESIDUAL_BF16; /* hb is the residual stream */
+    /* the embedding's LayerNorm writes h32 when h32 is the stream or layer 0's first sublayer end
+     * reads it (a binary16 copy beside bf16 activations); else hb alone is the stream */
+    const bool emb_f32 = m->residual == KERN_RESIDUAL_F32 || s_r16(m);
     if (in_src)
         S_TRY(kern_copy_cuda(a->in, in_src, wrk_bert_cuda_input_words(T) * sizeof(int32_t), stream,
                              err));
-    S_TRY(kern_embed_layernorm_cuda(bf16_stream ? NULL : a->h32, a->hb, ids, types, seq, cu,
+    S_TRY(kern_embed_layernorm_cuda(m->dtype, emb_f32 ? a->h32 : NULL, a->hb, ids, types, seq, cu,
                                     n_tokens, T, m->word, m->pos, m->type, m->emb_g, m->emb_b, H,
                                     eps, stream, err));
     for (int32_t l = 0; l < in->num_layers; l++) {
@@ -734,8 +817,8 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                                ln2 = s_sublayer_end(m, a, L, true, n_tokens, false, last);
         S_TRY(kern_linear_cuda(m->lt, p[S_QKV], a->big, a->hb, L->wqkv, L->bqkv, NULL, a->ws,
                                S_WORKSPACE_BYTES, stream, err));
-        S_TRY(kern_attention_cuda(&ap, a->ctx, H, a->big, 3 * H, a->big + H, 3 * H, a->big + 2 * H,
-                                  3 * H, cu, seq, n_tokens, T, stream, err));
+        S_TRY(kern_attention_cuda(&ap, m->dtype, a->ctx, H, a->big, 3 * H, a->big + H, 3 * H,
+                                  a->big + 2 * H, 3 * H, cu, seq, n_tokens, T, stream, err));
         S_TRY(kern_linear_cuda(m->lt, p[S_OUT], a->hb, a->ctx, L->wo, L->bo, &ln1, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
         S_TRY(kern_linear_cuda(m->lt, p[S_FF1], a->big, a->hb, L->w1, L->b1, NULL, a->ws,

@@ -49,11 +49,17 @@ void wrk_bert_cuda_pack(int32_t *dst, int32_t bucket_tokens, const int32_t *ids,
  * range, else fp32. f16 and bf16 cut the LayerNorms' memory traffic (12 bytes per element with
  * fp32, 8 with f16, 6 with bf16); f16 keeps 3 more mantissa bits than bf16. */
 #define WRK_BERT_RESIDUAL_AUTO (-1)
+/* dtype: the 16-bit type of the weights and activations (kern_dtype_t, kernels/kern_abi.h), or
+ * WRK_BERT_DTYPE_AUTO = binary16 when worker/bert_range.h bounds every value the pass stores in
+ * 16 bits within its range (8x finer rounding than bf16), else bf16. With binary16 the residual
+ * stream (auto) is the GEMMs' binary16 input itself: no second copy. */
+#define WRK_BERT_DTYPE_AUTO (-1)
 typedef struct wrk_bert_cuda_opts {
     bool tune;              /* time every GEMM candidate per bucket at start, keep the fastest */
     int residual;           /* kern_residual_type_t or WRK_BERT_RESIDUAL_AUTO */
     const char *tune_cache; /* with tune: file of earlier choices (worker/tune_cache.h), or NULL */
     int lanes;              /* activation sets (0 = 1): passes that may run side by side */
+    int dtype;              /* kern_dtype_t or WRK_BERT_DTYPE_AUTO */
 } wrk_bert_cuda_opts_t;
 
 /* Loads weights_path onto the current CUDA device (bf16, Q/K/V fused, LayerNorm parameters
@@ -70,6 +76,7 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p);
 
 size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m); /* weights + lanes x (acts + ws) */
 int wrk_bert_cuda_residual(const wrk_bert_cuda_t *m);        /* the kern_residual_type_t chosen */
+int wrk_bert_cuda_dtype(const wrk_bert_cuda_t *m);           /* the kern_dtype_t chosen */
 /* GEMM plans whose algorithm start-up timed, and those taken from the tuning cache. */
 void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached);
 

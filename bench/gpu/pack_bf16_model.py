@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""bench/gpu/pack_bf16_model.py — a bf16 copy of a safetensors model, for carrying real weights to
-the GPU host within its transfer limit (all-MiniLM-L6-v2: 90.9 MB in fp32, 45 MB in bf16).
+"""bench/gpu/pack_bf16_model.py — a 16-bit copy of a safetensors model, for carrying real weights to
+the GPU host within its transfer limit (all-MiniLM-L6-v2: 90.9 MB in fp32, 45 MB in 16 bits).
 
-Every F32 tensor becomes BF16, rounded to nearest even: exactly the rounding the CUDA engine
-applies when it loads fp32 weights (worker/model_bert_cuda.c), so the engine computes the same
-bits from the copy as from the original. (A reference that runs fp32 math on the copy sees the
+Every F32 tensor becomes BF16 (default) or F16 (third argument "f16"), rounded to nearest even:
+exactly the rounding the CUDA engine applies when it loads fp32 weights in that type
+(worker/model_bert_cuda.c: dtype=bf16, or binary16, its default where the model's range allows),
+so the engine running in that type computes the same bits from the copy as from the original. (A reference that runs fp32 math on the copy sees the
 rounded weights; compare the engine against references computed from the original instead, as
 bench/gpu/check_real_model.py does with tests/fixtures/minilm_st_reference.bin.) Other files of
 the model folder (config.json, tokenizer.json, ...) are copied as they are.
-Usage: pack_bf16_model.py SRC_DIR DST_DIR   (numpy only)"""
+Usage: pack_bf16_model.py SRC_DIR DST_DIR [bf16|f16]   (numpy only)"""
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ def to_bf16(x):
 
 def main():
     src, dst = sys.argv[1], sys.argv[2]
+    f16 = len(sys.argv) > 3 and sys.argv[3] == "f16"
     os.makedirs(dst, exist_ok=True)
     for f in os.listdir(src):
         p = os.path.join(src, f)
@@ -45,7 +47,10 @@ def main():
             b0, b1 = t["data_offsets"]
             fin.seek(base + b0)
             raw = fin.read(b1 - b0)
-            if t["dtype"] == "F32":
+            if t["dtype"] == "F32" and f16:  # numpy rounds to nearest even
+                raw = np.frombuffer(raw, dtype="<f4").astype("<f2").tobytes()
+                dtype = "F16"
+            elif t["dtype"] == "F32":
                 raw = to_bf16(np.frombuffer(raw, dtype="<f4")).astype("<u2").tobytes()
                 dtype = "BF16"
             else:
