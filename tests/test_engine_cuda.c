@@ -544,9 +544,9 @@ int main(void) {
                   "%s: residual type %d, dtype %d, want %d, %d", modes[m].device, (int)st.residual,
                   (int)st.dtype, (int)modes[m].residual, (int)modes[m].dtype);
         if (modes[m].graph_mode == 1)
-            CHECK_MSG(st.n_graphs == st.n_buckets * st.n_slots && st.n_buckets == 16,
-                      "capture at start: %d graphs for %d buckets x %d slots", (int)st.n_graphs,
-                      (int)st.n_buckets, (int)st.n_slots);
+            CHECK_MSG(st.n_graphs == st.n_buckets * st.n_slots * st.n_lanes && st.n_buckets == 16,
+                      "capture at start: %d graphs for %d buckets x %d slots x %d lanes",
+                      (int)st.n_graphs, (int)st.n_buckets, (int)st.n_slots, (int)st.n_lanes);
         printf("%s, max_batch_tokens %d: start %.0f ms, %d buckets, %d graphs, capture %.1f ms, "
                "%.1f MiB device\n",
                modes[m].device, (int)modes[m].max_tokens, start_ms, (int)st.n_buckets,

@@ -13,11 +13,12 @@
  *   into the slot's output buffer (no copy-engine transfers: they cost ~15 us of a batch-1
  *   chunk, docs/benchmarks.md) -> cudaEventRecord(slot event) -> hand the slot to the
  *   completion thread. Lanes (device option lanes=N, default 2): the model keeps N sets of
- *   activations, each with a non-blocking stream of its own; slot i runs in lane i % N, so
- *   consecutive chunks alternate lanes and their passes overlap on the GPU (one pass's kernel
- *   tails fill with the other's work: +6% for MiniLM under sustained load, docs/engine.md). A
- *   lane's passes run in its stream's order, so its single device input area is safe: chunk
- *   N+N's copy kernel queues behind chunk N's pass while the CPU packs the next.
+ *   activations, each with a non-blocking stream of its own; a chunk runs in the lane of the
+ *   last one while that lane has nothing queued (warm caches for one batch at a time), else in
+ *   the least loaded lane (s_pick_lane), so under load consecutive chunks' passes overlap on
+ *   the GPU (one pass's kernel tails fill with the other's work: +3-5% for MiniLM,
+ *   docs/engine.md). A lane's passes run in its stream's order, so its single device input
+ *   area is safe: a chunk's copy kernel queues behind the lane's previous pass.
  * Device options (after the device, comma-separated): tune=on|off (default on: time the GEMM
  *   candidates per bucket at start, worker/model_bert_cuda.c; off for profilers, which would
  *   otherwise trace thousands of timing launches), pdl=on|off (programmatic dependent launch of
@@ -77,6 +78,7 @@ typedef struct s_slot {
     cudaEvent_t ev0;           /* recorded before the forward pass (GPU time per chunk) */
     cudaEvent_t ev;            /* recorded after it */
     int state;                 /* S_FREE / S_QUEUED, under e->mu */
+    int32_t lane;              /* the lane its chunk runs in (s_pick_lane), -1 before */
     /* the job, written by the submitter before QUEUED */
     wrk_result_t *r;
     int32_t seq0, n_seqs, dim;
@@ -89,10 +91,12 @@ typedef struct s_cuda {
     int32_t device, max_tokens, graph_mode;
     int32_t n_buckets, *buckets; /* ascending */
     wrk_bert_cuda_t *model;
-    int32_t n_lanes, n_slots;          /* slot i runs in lane i % n_lanes (see s_create) */
+    int32_t n_lanes, n_slots;
     cudaStream_t streams[S_MAX_LANES]; /* one per lane: a lane's passes run in order */
+    int32_t lane_load[S_MAX_LANES];    /* chunks queued per lane, under mu */
+    int32_t last_lane;                 /* the lane of the last chunk enqueued */
     bool *ran;               /* [n_buckets] has run a chunk (lazy: capture from the second on) */
-    cudaGraphExec_t *graphs; /* [n_buckets * n_slots], bucket-major */
+    cudaGraphExec_t *graphs; /* [n_buckets][n_slots][n_lanes] (s_graph) */
     s_slot_t slots[S_MAX_SLOTS];
     int32_t next_submit, next_done;
     pthread_mutex_t mu;
@@ -149,36 +153,56 @@ static int32_t s_bucket_index(const s_cuda_t *e, int32_t T) {
     return lo;
 }
 
-/* The stream of slot si's lane. */
-static cudaStream_t s_stream(const s_cuda_t *e, int32_t si) {
-    return e->streams[si % e->n_lanes];
+/* The graph of bucket bi's pass with slot si's buffers in lane's activations. */
+static cudaGraphExec_t *s_graph(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane) {
+    return &e->graphs[((size_t)bi * (size_t)e->n_slots + (size_t)si) * (size_t)e->n_lanes +
+                      (size_t)lane];
 }
 
-/* Enqueues the forward pass of bucket bi on the slot si's buffers and lane, kernel by kernel (run
- * eagerly or inside a capture). */
-static int s_pass(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
-    return wrk_bert_cuda_forward(e->model, si % e->n_lanes, bi, e->slots[si].in_dev,
-                                 e->slots[si].out_dev, s_stream(e, si), err);
+/* The lane for the next chunk: the last one used while it has nothing queued (its activations
+ * are then likely still in L2: alternating lanes for one batch at a time cost BERT-base 6% at
+ * 1024 tokens), else the one with the fewest chunks queued, looking after the last one first.
+ * Counted as queued from here until the completion thread frees the chunk's slot. */
+static int32_t s_pick_lane(s_cuda_t *e) {
+    pthread_mutex_lock(&e->mu);
+    int32_t best = e->last_lane;
+    for (int32_t k = 1; k < e->n_lanes && e->lane_load[best] > 0; k++) {
+        const int32_t l = (e->last_lane + k) % e->n_lanes;
+        if (e->lane_load[l] < e->lane_load[best])
+            best = l;
+    }
+    e->lane_load[best]++;
+    e->last_lane = best;
+    pthread_mutex_unlock(&e->mu);
+    return best;
 }
 
-static int s_forward_eager(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
+/* Enqueues the forward pass of bucket bi on slot si's buffers in lane's activations and stream,
+ * kernel by kernel (run eagerly or inside a capture). */
+static int s_pass(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_error_t *err) {
+    return wrk_bert_cuda_forward(e->model, lane, bi, e->slots[si].in_dev, e->slots[si].out_dev,
+                                 e->streams[lane], err);
+}
+
+static int s_forward_eager(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_error_t *err) {
     e->stats.eager_runs++;
-    return s_pass(e, bi, si, err);
+    return s_pass(e, bi, si, lane, err);
 }
 
-static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
+static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_error_t *err) {
     const double t0 = s_now_ms();
-    KERN_CUDA_TRY(cudaStreamBeginCapture(s_stream(e, si), cudaStreamCaptureModeThreadLocal), err);
-    int rc = s_pass(e, bi, si, err);
+    cudaStream_t st = e->streams[lane];
+    KERN_CUDA_TRY(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), err);
+    int rc = s_pass(e, bi, si, lane, err);
     cudaGraph_t graph = NULL;
-    cudaError_t ce = cudaStreamEndCapture(s_stream(e, si), &graph);
+    cudaError_t ce = cudaStreamEndCapture(st, &graph);
     if (rc != 0) {
         if (graph)
             cudaGraphDestroy(graph);
         return rc;
     }
     KERN_CUDA_TRY(ce, err);
-    ce = cudaGraphInstantiate(&e->graphs[bi * e->n_slots + si], graph, 0);
+    ce = cudaGraphInstantiate(s_graph(e, bi, si, lane), graph, 0);
     cudaGraphDestroy(graph);
     KERN_CUDA_TRY(ce, err);
     e->stats.n_graphs++;
@@ -186,16 +210,16 @@ static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
     return 0;
 }
 
-/* The forward pass of bucket bi for the chunk in slot si, by the graph policy. */
-static int s_forward(s_cuda_t *e, int32_t bi, int32_t si, com_error_t *err) {
-    cudaGraphExec_t *g = &e->graphs[bi * e->n_slots + si];
+/* The forward pass of bucket bi for the chunk in slot si, in lane, by the graph policy. */
+static int s_forward(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_error_t *err) {
+    cudaGraphExec_t *g = s_graph(e, bi, si, lane);
     int rc = 0;
     if (e->graph_mode == 2 || (e->graph_mode == 0 && !e->ran[bi])) {
-        rc = s_forward_eager(e, bi, si, err);
+        rc = s_forward_eager(e, bi, si, lane, err);
     } else {
-        if (!*g && (rc = s_capture(e, bi, si, err)) != 0)
+        if (!*g && (rc = s_capture(e, bi, si, lane, err)) != 0)
             return rc;
-        KERN_CUDA_TRY(cudaGraphLaunch(*g, s_stream(e, si)), err);
+        KERN_CUDA_TRY(cudaGraphLaunch(*g, e->streams[lane]), err);
         e->stats.graph_launches++;
     }
     e->ran[bi] = true;
@@ -209,12 +233,12 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
     const int32_t T = wrk_cuda_bucket_tokens(n_tokens), bi = s_bucket_index(e, T);
     wrk_bert_cuda_pack(sl->in_host, T, b->token_ids, b->type_ids, b->cu_seqlens + s0, s1 - s0, dim,
                        normalize);
-    const int32_t si = (int32_t)(sl - e->slots);
-    KERN_CUDA_TRY(cudaEventRecord(sl->ev0, s_stream(e, si)), err);
-    int rc = s_forward(e, bi, si, err);
+    const int32_t si = (int32_t)(sl - e->slots), lane = sl->lane = s_pick_lane(e);
+    KERN_CUDA_TRY(cudaEventRecord(sl->ev0, e->streams[lane]), err);
+    int rc = s_forward(e, bi, si, lane, err);
     if (rc != 0)
         return rc;
-    KERN_CUDA_TRY(cudaEventRecord(sl->ev, s_stream(e, si)), err);
+    KERN_CUDA_TRY(cudaEventRecord(sl->ev, e->streams[lane]), err);
     return 0;
 }
 
@@ -271,6 +295,8 @@ static void *s_completion_main(void *arg) {
         }
         sl->state = S_FREE;
         sl->r = NULL;
+        if (sl->lane >= 0)
+            e->lane_load[sl->lane]--;
         e->next_done = (e->next_done + 1) % e->n_slots;
         pthread_cond_broadcast(&e->cv);
         pthread_mutex_unlock(&e->mu);
@@ -349,6 +375,7 @@ static int s_submit(void *impl, const wrk_batch_t *b, int32_t dim, bool normaliz
         sl->seq0 = s0;
         sl->n_seqs = s1 - s0;
         sl->dim = dim;
+        sl->lane = -1;
         sl->failed = false;
         com_error_clear(&sl->err);
         int rc = atomic_load(&e->broken) ? s_broken_error(e, &sl->err)
@@ -384,7 +411,7 @@ static void s_destroy(void *impl) {
         if (e->streams[l])
             cudaStreamSynchronize(e->streams[l]);
     if (e->graphs)
-        for (int32_t i = 0; i < e->n_buckets * e->n_slots; i++)
+        for (int32_t i = 0; i < e->n_buckets * e->n_slots * e->n_lanes; i++)
             if (e->graphs[i])
                 cudaGraphExecDestroy(e->graphs[i]);
     free(e->graphs);
@@ -411,7 +438,7 @@ static void s_destroy(void *impl) {
     free(e);
 }
 
-/* Warm-up + capture of every bucket and slot on a 1-token dummy batch (graphs=all). */
+/* Warm-up + capture of every bucket, slot and lane on a 1-token dummy batch (graphs=all). */
 static int s_capture_all(s_cuda_t *e, com_error_t *err) {
     const int32_t ids[1] = {0}, cu[2] = {0, 1};
     for (int32_t bi = 0; bi < e->n_buckets; bi++) {
@@ -419,11 +446,12 @@ static int s_capture_all(s_cuda_t *e, com_error_t *err) {
          * warm-up has finished reading the slot: synchronised below) */
         wrk_bert_cuda_pack(e->slots[0].in_host, e->buckets[bi], ids, NULL, cu, 1,
                            e->info.embedding_dim, false);
-        int rc = s_forward_eager(e, bi, 0, err);
+        int rc = s_forward_eager(e, bi, 0, 0, err);
         for (int32_t si = 0; si < e->n_slots && rc == 0; si++)
-            rc = s_capture(e, bi, si, err);
+            for (int32_t lane = 0; lane < e->n_lanes && rc == 0; lane++)
+                rc = s_capture(e, bi, si, lane, err);
         cudaError_t ce;
-        if (rc == 0 && (ce = cudaStreamSynchronize(s_stream(e, 0))) != cudaSuccess)
+        if (rc == 0 && (ce = cudaStreamSynchronize(e->streams[0])) != cudaSuccess)
             rc = kern_check_fail(err, "cudaStreamSynchronize(warm-up)", cudaGetErrorName(ce),
                                  cudaGetErrorString(ce), __func__, __FILE__, __LINE__);
         if (rc != 0)
@@ -526,9 +554,9 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->device = device;
     e->max_tokens = max_tokens;
     e->graph_mode = graph_mode;
-    /* slot i runs in lane i % lanes and chunks take the slots round robin, so consecutive chunks
-     * alternate lanes; 2 slots per lane (one running, one queued behind it), 3 with one lane
-     * (one running, one queued, one being packed) */
+    /* 2 staging slots per lane (one running, one queued behind it), 3 with one lane (one
+     * running, one queued, one being packed); a chunk's lane is picked when it is enqueued
+     * (s_pick_lane) */
     e->n_lanes = lanes;
     e->n_slots = lanes == 1 ? 3 : 2 * lanes;
     e->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -553,7 +581,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     for (int32_t T = 64; T <= max_bucket; T = wrk_cuda_bucket_tokens(T + 1))
         e->n_buckets++;
     e->buckets = malloc((size_t)e->n_buckets * sizeof *e->buckets);
-    e->graphs = calloc((size_t)e->n_buckets * e->n_slots, sizeof *e->graphs);
+    e->graphs = calloc((size_t)e->n_buckets * e->n_slots * e->n_lanes, sizeof *e->graphs);
     e->ran = calloc((size_t)e->n_buckets, sizeof *e->ran);
     if (!e->buckets || !e->graphs || !e->ran) {
         rc = com_error_set(err, COM_ENOMEM, "engine: out of memory");
