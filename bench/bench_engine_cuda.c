@@ -129,6 +129,18 @@ static work_t s_work(const int32_t *lens, int32_t n, int32_t len, int32_t vocab,
 /* How the timed runs wait for a result: busy-poll this long first (spin=US), else block */
 static int32_t g_spin_us;
 
+/* waits for (as g_spin_us says) and destroys results r[0..n); exits on a failed batch */
+static void s_wait_all(wrk_result_t **r, int32_t n) {
+    com_error_t err = {0};
+    for (int32_t i = 0; i < n; i++) {
+        if (wrk_result_wait_spin(r[i], g_spin_us, &err) != 0) {
+            fprintf(stderr, "batch: %s\n", err.msg);
+            exit(1);
+        }
+        wrk_result_destroy(&r[i]);
+    }
+}
+
 /* submit k batches (slices of w, consecutive sequences) back to back, wait for all: ms
  * (*submit_ms: how long the submit calls took, the host's share of the wall time before the
  * GPU can start) */
@@ -149,13 +161,7 @@ static double s_run(wrk_engine_t *e, const work_t *w, int32_t k, double *submit_
         }
     }
     *submit_ms = 1e3 * bench_now_s() - t0;
-    for (int32_t i = 0; i < k; i++) {
-        if (wrk_result_wait_spin(r[i], g_spin_us, &err) != 0) {
-            fprintf(stderr, "batch: %s\n", err.msg);
-            exit(1);
-        }
-        wrk_result_destroy(&r[i]);
-    }
+    s_wait_all(r, k);
     return 1e3 * bench_now_s() - t0;
 }
 
@@ -262,13 +268,7 @@ static void s_run_copies(wrk_engine_t *e, const work_t *w, int depth) {
             fprintf(stderr, "submit: %s\n", err.msg);
             exit(1);
         }
-    for (int i = 0; i < depth; i++) {
-        if (wrk_result_wait_spin(r[i], g_spin_us, &err) != 0) {
-            fprintf(stderr, "batch: %s\n", err.msg);
-            exit(1);
-        }
-        wrk_result_destroy(&r[i]);
-    }
+    s_wait_all(r, depth);
 }
 
 static void *s_conc_main(void *arg) {
