@@ -693,6 +693,10 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         goto err;
     rc = s_load(m, weights_path, opts->dtype, &range, err);
     const double ln_bound = range.ln_max;
+    if (rc == 0)
+        COM_INFO("bert cuda: every 16-bit value bounded by %.5g (LayerNorm outputs by %.5g; "
+                 "binary16 needs <= 65000): weights and activations in %s",
+                 range.worst, ln_bound, m->dtype == KERN_DTYPE_F16 ? "binary16" : "bf16");
     wrk_bert_range_fini(&range);
     if (rc != 0)
         goto err;
