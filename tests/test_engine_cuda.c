@@ -301,7 +301,11 @@ static void test_lanes(const char *dir, const com_model_info_t *in, wrk_engine_t
                i % 4 == 3 ? max_len : 160);
     for (int i = 0; i < N; i++)
         CHECK(wrk_engine_submit(many, &xs[i].b, &r3[i], &err) == 0);
-    int32_t differ = 0;
+    int32_t differ = 0, lanes_used = 0;
+    CHECK(wrk_engine_cuda_stats(many, &st3, &err) == 0);
+    for (int32_t l = 0; l < kLanes; l++) /* submitted back to back: the busy lanes are passed by */
+        lanes_used += st3.lane_chunks[l] > 0;
+    CHECK_MSG(lanes_used >= 2, "lanes=3, %d batches in flight: %d lanes used", N, (int)lanes_used);
     for (int i = 0; i < N; i++) {
         const float *a = s_run(one, &xs[i].b, &r1[i]);
         const bool ok = r3[i] && wrk_result_wait(r3[i], &err) == 0;
@@ -347,9 +351,13 @@ static void test_lanes(const char *dir, const com_model_info_t *in, wrk_engine_t
     CHECK(wrk_engine_cuda_stats(many, &s1, &err) == 0);
     printf("lanes=2: %d seqs, %d tokens on an idle engine: %lld chunks, worst cosine vs cpu %.7f\n",
            (int)x.b.n_seqs, (int)x.b.n_tokens, (long long)(s1.gpu_chunks - s0.gpu_chunks), w);
-    CHECK_MSG(s1.gpu_chunks - s0.gpu_chunks == 2,
-              "%d tokens on an idle 2-lane engine ran in %lld chunks, want 2", (int)x.b.n_tokens,
-              (long long)(s1.gpu_chunks - s0.gpu_chunks));
+    CHECK_MSG(s1.gpu_chunks - s0.gpu_chunks == 2 && s1.lane_chunks[0] - s0.lane_chunks[0] == 1 &&
+                  s1.lane_chunks[1] - s0.lane_chunks[1] == 1,
+              "%d tokens on an idle 2-lane engine ran in %lld chunks, lanes %lld / %lld, want 2 "
+              "chunks, one per lane",
+              (int)x.b.n_tokens, (long long)(s1.gpu_chunks - s0.gpu_chunks),
+              (long long)(s1.lane_chunks[0] - s0.lane_chunks[0]),
+              (long long)(s1.lane_chunks[1] - s0.lane_chunks[1]));
     s_free(&x);
     wrk_engine_destroy(&many);
 }
@@ -422,6 +430,11 @@ int main(void) {
         CHECK(s1.eager_runs == s0.eager_runs + 1 &&
               s1.graph_launches == s0.graph_launches + n_runs - 1);
         CHECK(s1.n_graphs == s0.n_graphs + s0.n_slots);
+        /* one batch at a time stays in one lane (its activations warm) */
+        int32_t lanes_used = 0;
+        for (int32_t l = 0; l < s1.n_lanes; l++)
+            lanes_used += s1.lane_chunks[l] != s0.lane_chunks[l];
+        CHECK_MSG(lanes_used == 1, "%d runs one at a time used %d lanes", n_runs, (int)lanes_used);
         /* each chunk's GPU time is counted before its result completes */
         CHECK_MSG(s1.gpu_chunks == s0.gpu_chunks + n_runs && s1.gpu_ms_total > s0.gpu_ms_total &&
                       s1.gpu_ms_last > 0,

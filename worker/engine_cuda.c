@@ -70,6 +70,8 @@
 #define S_MAX_SLOTS          (2 * S_MAX_LANES)
 
 enum { S_FREE = 0, S_QUEUED };
+_Static_assert(sizeof((wrk_cuda_stats_t *)0)->lane_chunks == S_MAX_LANES * sizeof(int64_t),
+               "a lane_chunks counter per lane");
 
 typedef struct s_slot {
     int32_t *in_host, *in_dev; /* [input words of the largest bucket], mapped pinned (host and
@@ -173,6 +175,7 @@ static int32_t s_pick_lane(s_cuda_t *e) {
     }
     e->lane_load[best]++;
     e->last_lane = best;
+    e->stats.lane_chunks[best]++;
     pthread_mutex_unlock(&e->mu);
     return best;
 }

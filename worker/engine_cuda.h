@@ -25,6 +25,7 @@ typedef struct wrk_cuda_stats {
     int32_t max_bucket;     /* largest bucket (tokens) */
     int32_t n_slots;        /* staging slots (chunks in flight) */
     int32_t n_lanes;        /* activation sets: chunks whose passes may run side by side */
+    int64_t lane_chunks[4]; /* chunks enqueued per lane ([0, n_lanes) used) */
     int32_t n_graphs;       /* CUDA graphs captured (<= one per bucket, slot, lane) */
     double capture_ms;      /* total time spent capturing + instantiating them */
     int64_t eager_runs;     /* forward passes launched kernel by kernel */

@@ -63,6 +63,9 @@
 #include "worker/tune_cache.h"
 
 #define S_WORKSPACE_BYTES ((size_t)32 << 20)
+/* the largest bound (worker/bert_range.h) a value stored in binary16 may have: its largest finite
+ * value is 65504, and the margin covers the fp32 arithmetic's own rounding before the store */
+#define S_F16_LIMIT 65000.0
 /* buckets up to this many tokens get their GEMM choices checked inside the whole forward pass */
 #define S_CONTEXT_MAX 256
 
@@ -189,9 +192,6 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_rang
         rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory (%zu floats)", big);
         goto out;
     }
-    /* binary16's largest finite value is 65504; 65000 leaves room for the fp32 arithmetic's own
-     * rounding before a value is stored */
-    const double f16_limit = 65000.0;
 #define READ(into, name, nd, a, b)                                                                 \
     do {                                                                                           \
         if ((rc = s_read(st, pre, (name), (nd), (a), (b), (into), err)) != 0)                      \
@@ -205,7 +205,7 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_rang
     } while (0)
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
-            const bool fits = range->worst <= f16_limit;
+            const bool fits = range->worst <= S_F16_LIMIT;
             if (dtype == KERN_DTYPE_F16 && !fits) {
                 rc = com_error_set(err, COM_EUNSUPPORTED,
                                    "bert cuda: dtype=f16: a value of the forward pass may reach "
@@ -688,26 +688,29 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         rc = com_error_set(err, COM_EINVAL, "bert cuda: dtype %d", opts->dtype);
         goto err;
     }
+    /* a bf16 residual stream is the bf16 activations themselves */
+    if (opts->residual == KERN_RESIDUAL_BF16 && opts->dtype == KERN_DTYPE_F16) {
+        rc = com_error_set(err, COM_EINVAL, "bert cuda: residual=bf16 needs dtype=bf16");
+        goto err;
+    }
+    const int dtype = opts->residual == KERN_RESIDUAL_BF16 ? KERN_DTYPE_BF16 : opts->dtype;
     wrk_bert_range_t range;
     if ((rc = wrk_bert_range_init(&range, info->hidden_size, err)) != 0)
         goto err;
-    rc = s_load(m, weights_path, opts->dtype, &range, err);
+    rc = s_load(m, weights_path, dtype, &range, err);
     const double ln_bound = range.ln_max;
     if (rc == 0)
         COM_INFO("bert cuda: every 16-bit value bounded by %.5g (LayerNorm outputs by %.5g; "
-                 "binary16 needs <= 65000): weights and activations in %s",
-                 range.worst, ln_bound, m->dtype == KERN_DTYPE_F16 ? "binary16" : "bf16");
+                 "binary16 needs <= %g): weights and activations in %s",
+                 range.worst, ln_bound, S_F16_LIMIT,
+                 m->dtype == KERN_DTYPE_F16 ? "binary16" : "bf16");
     wrk_bert_range_fini(&range);
     if (rc != 0)
         goto err;
     /* auto: the 16-bit activations themselves with binary16 ones (then in range: s_load checked
      * every value); with bf16 ones a binary16 copy when no LayerNorm output can leave its finite
-     * range (65504; 65000 leaves a margin for the fp32 arithmetic's own rounding), else fp32 */
-    const bool f16_fits = ln_bound <= 65000.0;
-    if (m->dtype == KERN_DTYPE_F16 && opts->residual == KERN_RESIDUAL_BF16) {
-        rc = com_error_set(err, COM_EINVAL, "bert cuda: residual=bf16 needs dtype=bf16");
-        goto err;
-    }
+     * range (S_F16_LIMIT), else fp32 */
+    const bool f16_fits = ln_bound <= S_F16_LIMIT;
     m->residual = opts->residual != WRK_BERT_RESIDUAL_AUTO ? (kern_residual_type_t)opts->residual
                   : f16_fits                               ? KERN_RESIDUAL_F16
                                                            : KERN_RESIDUAL_F32;

@@ -52,7 +52,8 @@ void wrk_bert_cuda_pack(int32_t *dst, int32_t bucket_tokens, const int32_t *ids,
 /* dtype: the 16-bit type of the weights and activations (kern_dtype_t, kernels/kern_abi.h), or
  * WRK_BERT_DTYPE_AUTO = binary16 when worker/bert_range.h bounds every value the pass stores in
  * 16 bits within its range (8x finer rounding than bf16), else bf16. With binary16 the residual
- * stream (auto) is the GEMMs' binary16 input itself: no second copy. */
+ * stream (auto) is the GEMMs' binary16 input itself: no second copy. residual bf16 implies bf16
+ * (the stream is the bf16 activations); with dtype binary16 it is refused (COM_EINVAL). */
 #define WRK_BERT_DTYPE_AUTO (-1)
 typedef struct wrk_bert_cuda_opts {
     bool tune;              /* time every GEMM candidate per bucket at start, keep the fastest */
