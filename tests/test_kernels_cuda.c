@@ -1057,7 +1057,7 @@ static void test_convert(void) {
         for (int64_t i = 0; i < n; i++)
             x[i] = com_prng_uniform(&g_rng, -3, 3) * (i % 7 == 0 ? 3e4f : i % 11 == 0 ? 1e-6f : 1);
         if (n > 4)
-            x[1] = 70000.0f, x[2] = -1e-8f, x[3] = 65504.0f;
+            x[1] = 70000.0f, x[2] = -1e-8f, x[3] = 65504.0f, x[4] = 3.4e38f;
         float *dx = s_up(x, (size_t)n * 4);
         void *dout = s_dev((size_t)n * 4);
         com_error_t err = {0};
@@ -1076,10 +1076,19 @@ static void test_convert(void) {
             bad += h16[i] != ref[i];
         CHECK_MSG(bad == 0, "convert f16 n=%lld: %zu elements differ from com_half_from_f32",
                   (long long)n, bad);
+        s_poison(dout, (size_t)n * 4);
+        CHECK(kern_convert_cuda(dout, dx, n, KERN_OUT_BF16, g_st, &err) == 0);
+        KERN_CUDA_FATAL(cudaStreamSynchronize(g_st));
+        KERN_CUDA_FATAL(cudaMemcpy(h16, dout, (size_t)n * 2, cudaMemcpyDeviceToHost));
+        bad = 0;
+        for (int64_t i = 0; i < n; i++)
+            bad += h16[i] != kern_bf16_from_f32(x[i]);
+        CHECK_MSG(bad == 0, "convert bf16 n=%lld: %zu elements differ from kern_bf16_from_f32",
+                  (long long)n, bad);
         free(h16), free(ref), free(x);
         cudaFree(dx), cudaFree(dout);
     }
-    printf("convert: float32 and float16 checked (bit-exact)\n");
+    printf("convert: float32, float16 and bfloat16 checked (bit-exact)\n");
 }
 
 /* ---- device-side copy, from device memory and from mapped host memory ---- */
@@ -1117,7 +1126,29 @@ static void test_copy(void) {
     printf("copy: device and mapped host sources checked (bit-exact, nothing past the end)\n");
 }
 
-int main(void) {
+/* kernels_cuda [NAME...]: every test, or only the named ones (a quick check of one kernel on
+ * the GPU machine; ctest runs them all). linear_ln and linear_pdl bring linear with them: they
+ * check the coverage of our GEMM configurations that it records. */
+int main(int argc, char **argv) {
+    static const struct {
+        const char *name;
+        void (*run)(void);
+        bool after_linear;
+    } tests[] = {{"embed", test_embed, false},         {"linear", test_linear, false},
+                 {"linear_ln", test_linear_ln, true},  {"linear_pdl", test_linear_pdl, true},
+                 {"bias_gelu", test_bias_gelu, false}, {"add_layernorm", test_add_layernorm, false},
+                 {"attention", test_attention, false}, {"pool", test_pool, false},
+                 {"convert", test_convert, false},     {"copy", test_copy, false}};
+    const size_t n_tests = sizeof tests / sizeof *tests;
+    for (int a = 1; a < argc; a++) {
+        size_t t = 0;
+        while (t < n_tests && strcmp(argv[a], tests[t].name) != 0)
+            t++;
+        if (t == n_tests) {
+            fprintf(stderr, "kernels_cuda: no test \"%s\"\n", argv[a]);
+            return 2;
+        }
+    }
     int n_dev = 0;
     cudaError_t ce = cudaGetDeviceCount(&n_dev);
     if (ce != cudaSuccess || n_dev < 1) {
@@ -1130,16 +1161,17 @@ int main(void) {
     printf("device 0: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
     com_prng_seed(&g_rng, 20261201);
     KERN_CUDA_FATAL(cudaStreamCreate(&g_st));
-    test_embed();
-    test_linear();
-    test_linear_ln(); /* after test_linear: checks the coverage of both */
-    test_linear_pdl();
-    test_bias_gelu();
-    test_add_layernorm();
-    test_attention();
-    test_pool();
-    test_convert();
-    test_copy();
+    bool chosen[sizeof tests / sizeof *tests];
+    for (size_t t = 0; t < n_tests; t++) {
+        chosen[t] = argc == 1;
+        for (int a = 1; a < argc; a++)
+            chosen[t] |= strcmp(argv[a], tests[t].name) == 0;
+        if (chosen[t] && tests[t].after_linear)
+            chosen[1] = true; /* "linear", earlier in the table */
+    }
+    for (size_t t = 0; t < n_tests; t++)
+        if (chosen[t])
+            tests[t].run();
     KERN_CUDA_FATAL(cudaStreamDestroy(g_st));
     return test_finish();
 }

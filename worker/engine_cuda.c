@@ -594,9 +594,12 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         e->buckets[i++] = T;
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", model_dir);
+    double t0 = s_now_ms();
     if ((rc = wrk_bert_cuda_new(&e->info, path, e->buckets, e->n_buckets, &mopts, &e->model,
                                 err)) != 0)
         goto err;
+    const double model_ms = s_now_ms() - t0;
+    t0 = s_now_ms();
     for (int32_t l = 0; l < lanes; l++)
         S_CUDA(cudaStreamCreateWithFlags(&e->streams[l], cudaStreamNonBlocking));
     const size_t in_bytes = wrk_bert_cuda_input_words(max_bucket) * sizeof(int32_t);
@@ -620,8 +623,11 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->stats.dtype = wrk_bert_cuda_dtype(e->model);
     wrk_bert_cuda_plan_counts(e->model, &e->stats.plans_timed, &e->stats.plans_cached);
     e->stats.pinned_bytes = (size_t)e->n_slots * (in_bytes + out_bytes);
+    const double slots_ms = s_now_ms() - t0;
+    t0 = s_now_ms();
     if (graph_mode == 1 && (rc = s_capture_all(e, err)) != 0)
         goto err;
+    const double capture_ms = s_now_ms() - t0;
     if (pthread_create(&e->thread, NULL, s_completion_main, e) != 0) {
         rc = com_error_set(err, COM_EINTERNAL, "engine: cannot start the completion thread");
         goto err;
@@ -633,14 +639,15 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         const char *name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "?";
         static const char *const res_name[] = {"f32", "bf16", "f16"};
         COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), %s, %s residual, %d "
-                 "buckets up to %d tokens, %d lanes, graphs %s%s, %.1f MiB device memory",
+                 "buckets up to %d tokens, %d lanes, graphs %s%s, %.1f MiB device memory; "
+                 "start-up: model %.0f ms, staging slots %.0f ms, capture %.0f ms",
                  (int)device, name, model_dir, e->info.architecture, (int)e->info.num_layers,
                  (int)e->info.hidden_size, e->stats.dtype == KERN_DTYPE_F16 ? "binary16" : "bf16",
                  res_name[e->stats.residual], (int)e->n_buckets, (int)max_bucket, (int)e->n_lanes,
                  graph_mode == 0   ? "lazy"
                  : graph_mode == 1 ? "captured at start"
                                    : "off",
-                 "", (double)e->stats.device_bytes / (1 << 20));
+                 "", (double)e->stats.device_bytes / (1 << 20), model_ms, slots_ms, capture_ms);
     }
     *out = e;
     *info_out = &e->info;
