@@ -1,13 +1,16 @@
 /* bench/bench_pool_load.c — closed-loop load on a running pool through libember, to find where one
  * broker saturates: THREADS client threads (one ember_client_t each, as the thread-safety rules
  * ask), each keeping INFLIGHT asynchronous requests in flight for SECONDS; every request carries
- * TEXTS copies of TEXT (embed or tokenize). Prints requests/s, texts/s, tokens/s (from the
- * replies' usage), latency p50/p99 and errors; --json PATH writes the same.
+ * TEXTS copies of TEXT (embed or tokenize), or with --texts-file the next TEXTS lines of that
+ * file (one text per line; each thread starts at its own offset and cycles through the file),
+ * as in building an index from a corpus. Prints requests/s, texts/s, tokens/s (from the replies'
+ * usage), latency p50/p99 and errors; --json PATH writes the same.
  *
  * Usage: bench_pool_load --broker EP [--op embed|tokenize] [--threads N] [--inflight K]
- *                        [--seconds S] [--texts M] [--text T] [--json PATH]
+ *                        [--seconds S] [--texts M] [--text T | --texts-file F] [--json PATH]
  * Defaults: embed, 2 threads, 16 in flight each, 3 s, 1 text of "the quick brown fox jumps over".
  * A 0.5 s warm-up precedes the measured window; requests finishing in the window count. */
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,13 +22,16 @@
 #include "bench/bench_util.h"
 
 typedef struct s_cfg {
-    const char *broker, *op, *text, *json;
+    const char *broker, *op, *text, *json, *texts_file;
     int threads, inflight, texts;
     double seconds;
+    char **lines; /* --texts-file: its lines (without the newline) */
+    size_t *line_len, n_lines;
 } s_cfg_t;
 
 typedef struct s_thread {
     const s_cfg_t *cfg;
+    size_t next_line; /* --texts-file: the first line of the next request */
     pthread_t tid;
     uint64_t ok, errors, texts, tokens;
     double *lat; /* latencies (us) of requests finished in the window */
@@ -83,8 +89,13 @@ static double s_sent_take(s_sent_t *m, uint64_t id) {
     return t;
 }
 
-static int s_submit(ember_client_t *c, const s_cfg_t *cfg, const char *const *texts,
-                    const size_t *lens, ember_req_t *req) {
+static int s_submit(s_thread_t *t, ember_client_t *c, const char **texts, size_t *lens,
+                    ember_req_t *req) {
+    const s_cfg_t *cfg = t->cfg;
+    for (int i = 0; cfg->n_lines && i < cfg->texts; i++) {
+        texts[i] = cfg->lines[t->next_line], lens[i] = cfg->line_len[t->next_line];
+        t->next_line = (t->next_line + 1) % cfg->n_lines;
+    }
     if (strcmp(cfg->op, "tokenize") == 0)
         return ember_submit_tokenize(c, texts, lens, (size_t)cfg->texts, NULL, req);
     return ember_submit_embed(c, texts, lens, (size_t)cfg->texts, NULL, req);
@@ -115,12 +126,12 @@ static void *s_main(void *arg) {
         ember_client_destroy(&c);
         return NULL;
     }
-    for (int i = 0; i < cfg->texts; i++)
+    for (int i = 0; i < cfg->texts; i++) /* --texts-file: refilled per request */
         texts[i] = cfg->text, lens[i] = strlen(cfg->text);
     const double start = bench_now_s(), w0 = start + 0.5, w1 = w0 + cfg->seconds;
     for (int i = 0; i < cfg->inflight; i++) {
         ember_req_t r = 0;
-        if (s_submit(c, cfg, texts, lens, &r) == EMBER_OK)
+        if (s_submit(t, c, texts, lens, &r) == EMBER_OK)
             s_sent_put(&sent, r, bench_now_s());
     }
     for (;;) {
@@ -153,7 +164,7 @@ static void *s_main(void *arg) {
         ember_result_destroy(&res);
         if (now < w1) {
             ember_req_t n = 0;
-            if (s_submit(c, cfg, texts, lens, &n) == EMBER_OK)
+            if (s_submit(t, c, texts, lens, &n) == EMBER_OK)
                 s_sent_put(&sent, n, bench_now_s());
         }
     }
@@ -162,8 +173,59 @@ static void *s_main(void *arg) {
     return NULL;
 }
 
+/* Reads cfg->texts_file into cfg->lines (empty lines skipped). 0, or -1 with a message. */
+static int s_read_lines(s_cfg_t *cfg) {
+    FILE *f = fopen(cfg->texts_file, "r");
+    if (!f) {
+        fprintf(stderr, "bench_pool_load: cannot open %s\n", cfg->texts_file);
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0, lines_cap = 0;
+    ssize_t n;
+    int rc = 0;
+    while ((n = getline(&line, &cap, f)) >= 0) {
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = 0;
+        if (n == 0)
+            continue;
+        if (cfg->n_lines == lines_cap) {
+            lines_cap = lines_cap ? 2 * lines_cap : 1024;
+            char **l = realloc(cfg->lines, lines_cap * sizeof *l);
+            size_t *ll = realloc(cfg->line_len, lines_cap * sizeof *ll);
+            if (l)
+                cfg->lines = l;
+            if (ll)
+                cfg->line_len = ll;
+            if (!l || !ll) {
+                rc = -1;
+                break;
+            }
+        }
+        if (!(cfg->lines[cfg->n_lines] = strdup(line))) {
+            rc = -1;
+            break;
+        }
+        cfg->line_len[cfg->n_lines++] = (size_t)n;
+    }
+    free(line);
+    fclose(f);
+    if (rc != 0)
+        fprintf(stderr, "bench_pool_load: out of memory reading %s\n", cfg->texts_file);
+    else if (cfg->n_lines == 0) {
+        fprintf(stderr, "bench_pool_load: %s has no texts\n", cfg->texts_file);
+        rc = -1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv) {
-    s_cfg_t cfg = {NULL, "embed", "the quick brown fox jumps over", NULL, 2, 16, 1, 3.0};
+    s_cfg_t cfg = {.op = "embed",
+                   .text = "the quick brown fox jumps over",
+                   .threads = 2,
+                   .inflight = 16,
+                   .texts = 1,
+                   .seconds = 3.0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
@@ -176,6 +238,8 @@ int main(int argc, char **argv) {
             cfg.op = v;
         else if (!strcmp(a, "--text"))
             cfg.text = v;
+        else if (!strcmp(a, "--texts-file"))
+            cfg.texts_file = v;
         else if (!strcmp(a, "--json"))
             cfg.json = v;
         else if (!strcmp(a, "--threads"))
@@ -188,8 +252,8 @@ int main(int argc, char **argv) {
             cfg.seconds = atof(v);
         else {
             fprintf(stderr, "usage: bench_pool_load --broker EP [--op embed|tokenize] "
-                            "[--threads N] [--inflight K] [--seconds S] [--texts M] [--text T] "
-                            "[--json PATH]\n");
+                            "[--threads N] [--inflight K] [--seconds S] [--texts M] "
+                            "[--text T | --texts-file F] [--json PATH]\n");
             return 2;
         }
         i++;
@@ -201,11 +265,14 @@ int main(int argc, char **argv) {
                         "texts >= 1, seconds > 0, op embed|tokenize\n");
         return 2;
     }
+    if (cfg.texts_file && s_read_lines(&cfg) != 0)
+        return 2;
     s_thread_t *th = calloc((size_t)cfg.threads, sizeof *th);
     if (!th)
         return 1;
     for (int i = 0; i < cfg.threads; i++) {
         th[i].cfg = &cfg;
+        th[i].next_line = cfg.n_lines ? (size_t)i * cfg.n_lines / (size_t)cfg.threads : 0;
         if (pthread_create(&th[i].tid, NULL, s_main, &th[i]) != 0) {
             fprintf(stderr, "bench_pool_load: cannot start thread %d\n", i);
             return 1;
@@ -233,7 +300,7 @@ int main(int argc, char **argv) {
     if (lat && n_lat) {
         qsort(lat, n_lat, sizeof *lat, bench_cmp_double);
         p50 = lat[n_lat / 2];
-        p99 = lat[(size_t)((double)(n_lat - 1) * 0.99)];
+        p99 = lat[(size_t)ceil((double)(n_lat - 1) * 0.99)]; /* nearest rank at or above */
     }
     const double rps = (double)ok / cfg.seconds;
     printf("%-9s threads %3d x inflight %4d, %4d text(s)/req: %9.0f req/s %10.0f texts/s %11.0f "
@@ -256,5 +323,8 @@ int main(int argc, char **argv) {
     }
     free(lat);
     free(th);
+    for (size_t i = 0; i < cfg.n_lines; i++)
+        free(cfg.lines[i]);
+    free(cfg.lines), free(cfg.line_len);
     return errors ? 1 : 0;
 }

@@ -149,8 +149,10 @@ static void s_usage(FILE *f) {
                "                    pdl=off, residual=auto|f32|f16|bf16; docs/engine.md)\n"
                "  --redis           register in Redis (and discover brokers without --broker)\n"
                "  --model-name      name announced to brokers (default: the directory's name)\n"
-               "  --max-batch-tokens  token budget per batch (default 8192)\n"
-               "  --credits         chunks accepted in flight per broker (default 4)\n"
+               "  --max-batch-tokens  token budget per batch (default 16384 on cuda, 8192 on\n"
+               "                    cpu)\n"
+               "  --credits         chunks accepted in flight per broker (default 32 on cuda, 4\n"
+               "                    on cpu)\n"
                "  --threads         engine compute threads (default 0 = all cores)\n"
                "  --heartbeat-ms    heartbeat interval (default 1000)\n"
                "  --spin-us         busy-poll this long after each event before sleeping (lower\n"
@@ -184,8 +186,8 @@ static int s_parse_level(const char *v) {
 /* Returns 0, -1 (--help printed), or an exit code. */
 static int s_parse_args(int argc, char **argv, s_args_t *a) {
     memset(a, 0, sizeof *a);
-    a->max_batch_tokens = 8192;
-    a->credits = 4;
+    a->max_batch_tokens = 0; /* 0: by device, below */
+    a->credits = 0;
     a->threads = 0;
     a->heartbeat_ms = 1000;
     a->discovery_ms = 2000;
@@ -298,6 +300,13 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
         s_usage(stderr);
         return S_EXIT_USAGE;
     }
+    /* Defaults by device, measured through the pool (docs/worker.md): a GPU worker needs about
+     * four batches' worth of tokens queued to stay busy between the brokers' round trips. */
+    const bool gpu = strncmp(a->device, "cuda", 4) == 0;
+    if (a->max_batch_tokens == 0)
+        a->max_batch_tokens = gpu ? 16384 : 8192;
+    if (a->credits == 0)
+        a->credits = gpu ? 32 : 4;
     if (a->n_brokers == 0 && !a->redis) {
         fprintf(stderr, "ember-worker: give --broker ENDPOINT or --redis URL (discovery)\n");
         return S_EXIT_USAGE;
