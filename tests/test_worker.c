@@ -711,7 +711,8 @@ static void s_scenario_faults(void) {
     broker_t b;
     CHECK(s_br_open(&b) == 0);
     proc_t p;
-    const char *extra[] = {"--credits", "4", "--max-batch-tokens", "512", NULL};
+    const char *extra[] = {"--credits", "4", "--max-batch-tokens", "512", "--max-inflight",
+                           "3",         NULL};
     CHECK(s_start(&p, &b, "faults", extra) == 0);
     rmsg_t r;
     /* ready is re-sent until the broker answers */
@@ -1022,6 +1023,22 @@ static void s_scenario_cuda(void) {
     CHECK(s_proc_start(&p, "cuda2", args2) == 0);
     exited = s_proc_wait(&p, 30000);
     CHECK(exited && WIFEXITED(p.status) && WEXITSTATUS(p.status) == 2);
+    if (!exited)
+        s_proc_kill(&p);
+    /* and batches in flight outside 1..8 */
+    const char *args4[] = {"--broker",
+                           "tcp://127.0.0.1:1",
+                           "--model",
+                           test_model_dir(),
+                           "--device",
+                           "cpu",
+                           "--max-inflight",
+                           "9",
+                           NULL};
+    CHECK(s_proc_start(&p, "inflight", args4) == 0);
+    exited = s_proc_wait(&p, 30000);
+    CHECK_MSG(exited && WIFEXITED(p.status) && WEXITSTATUS(p.status) == 2,
+              "--max-inflight 9: status 0x%x", p.status);
     if (!exited)
         s_proc_kill(&p);
     /* so is a malformed CUDA device or engine option (the engine parses both) */

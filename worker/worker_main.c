@@ -68,6 +68,7 @@ typedef struct s_args {
     const char *id;
     int32_t max_batch_tokens;
     int32_t credits;
+    int32_t max_inflight; /* batches in the engine at once */
     int32_t threads;
     int32_t heartbeat_ms;
     int32_t spin_us; /* busy-poll this long before blocking (0 = never) */
@@ -137,7 +138,8 @@ static int s_signals_install(void) {
 static void s_usage(FILE *f) {
     fprintf(f, "usage: ember-worker --broker ENDPOINT [--broker ENDPOINT ...] --model DIR\n"
                "                    --device cpu|cuda[:N] [--redis URL] [--model-name NAME]\n"
-               "                    [--max-batch-tokens N] [--credits N] [--threads N]\n"
+               "                    [--max-batch-tokens N] [--credits N] [--max-inflight N]\n"
+               "                    [--threads N]\n"
                "                    [--heartbeat-ms N] [--discovery-ms N] [--spin-us N] [--id ID]\n"
                "                    [--log-level debug|info|warn|error]\n"
                "  --broker          broker backend endpoint (repeatable); without it, --redis is\n"
@@ -153,6 +155,7 @@ static void s_usage(FILE *f) {
                "                    cpu)\n"
                "  --credits         chunks accepted in flight per broker (default 32 on cuda, 4\n"
                "                    on cpu)\n"
+               "  --max-inflight    batches in the engine at once, 1..8 (default 2)\n"
                "  --threads         engine compute threads (default 0 = all cores)\n"
                "  --heartbeat-ms    heartbeat interval (default 1000)\n"
                "  --spin-us         busy-poll this long after each event before sleeping (lower\n"
@@ -188,6 +191,7 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
     memset(a, 0, sizeof *a);
     a->max_batch_tokens = 0; /* 0: by device, below */
     a->credits = 0;
+    a->max_inflight = 0;
     a->threads = 0;
     a->heartbeat_ms = 1000;
     a->discovery_ms = 2000;
@@ -199,6 +203,7 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
         O_NAME,
         O_MBT,
         O_CRED,
+        O_INFLIGHT,
         O_THREADS,
         O_HB,
         O_SPIN,
@@ -215,6 +220,7 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
         {"model-name", required_argument, NULL, O_NAME},
         {"max-batch-tokens", required_argument, NULL, O_MBT},
         {"credits", required_argument, NULL, O_CRED},
+        {"max-inflight", required_argument, NULL, O_INFLIGHT},
         {"threads", required_argument, NULL, O_THREADS},
         {"heartbeat-ms", required_argument, NULL, O_HB},
         {"spin-us", required_argument, NULL, O_SPIN},
@@ -253,6 +259,9 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
             break;
         case O_CRED:
             rc = s_parse_int("--credits", optarg, 1, 65536, &a->credits);
+            break;
+        case O_INFLIGHT:
+            rc = s_parse_int("--max-inflight", optarg, 1, 8, &a->max_inflight);
             break;
         case O_THREADS:
             rc = s_parse_int("--threads", optarg, 0, 1024, &a->threads);
@@ -307,6 +316,8 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
         a->max_batch_tokens = gpu ? 16384 : 8192;
     if (a->credits == 0)
         a->credits = gpu ? 32 : 4;
+    if (a->max_inflight == 0)
+        a->max_inflight = 2;
     if (a->n_brokers == 0 && !a->redis) {
         fprintf(stderr, "ember-worker: give --broker ENDPOINT or --redis URL (discovery)\n");
         return S_EXIT_USAGE;
@@ -624,7 +635,8 @@ int main(int argc, char **argv) {
     w.family = s_family_name(info->family);
 
     code = S_EXIT_FAIL;
-    wrk_sched_opts_t so = {.max_batch_tokens = w.a.max_batch_tokens, .max_inflight = 2};
+    wrk_sched_opts_t so = {.max_batch_tokens = w.a.max_batch_tokens,
+                           .max_inflight = w.a.max_inflight};
     if ((rc = wrk_sched_new(w.engine, &so, s_send_result, &w, &w.sched, &err)) != 0) {
         fprintf(stderr, "ember-worker: %s\n", err.msg);
         code = rc == COM_EINVAL ? S_EXIT_USAGE : S_EXIT_FAIL;

@@ -11,8 +11,8 @@
 # bulk rate is compared with.
 #
 # DEVICE (default cuda:0,graphs=all) is the worker's --device.
-# CONFIGS entries are CHUNK:CREDITS:MBT (broker --chunk-tokens, worker --credits and
-# --max-batch-tokens; "-" leaves one at the program's default); default "-:-:-".
+# CONFIGS entries are CHUNK:CREDITS:MBT[:INFLIGHT] (broker --chunk-tokens, worker --credits,
+# --max-batch-tokens and --max-inflight; "-" leaves one at the program's default); default "-:-:-".
 #
 # Usage (on the GPU host, from the repo root):
 #   [CONFIGS=...] [MODELS="minilm bert-base"] bench/gpu/pool_bulk.sh CARRY OUT
@@ -31,12 +31,14 @@ text128=$(printf 'hello %.0s' $(seq 126))  # [CLS] + 126 + [SEP] = 128 tokens
 fe=tcp://127.0.0.1:7611 be=tcp://127.0.0.1:7612
 for model in $models_list; do
     for cfg in ${CONFIGS:--:-:-}; do
-        IFS=: read -r chunk credits mbt <<<"$cfg"
-        tag="$model-$chunk-$credits-$mbt"
+        IFS=: read -r chunk credits mbt winflight <<<"$cfg"
+        winflight=${winflight:--}
+        tag="$model-$(tr : - <<<"${cfg//-/def}")" # "-" (default) as "def"
         bargs=() wargs=() # "-": the program's default
         [ "$chunk" = - ] || bargs+=(--chunk-tokens "$chunk")
         [ "$credits" = - ] || wargs+=(--credits "$credits")
         [ "$mbt" = - ] || wargs+=(--max-batch-tokens "$mbt")
+        [ "$winflight" = - ] || wargs+=(--max-inflight "$winflight")
         "$carry/bin/ember-broker" --frontend $fe --backend $be --model "$models/$model" \
             --tokenizer-threads 4 "${bargs[@]}" >"$out/broker-$tag.log" 2>&1 &
         broker=$!
@@ -48,7 +50,8 @@ for model in $models_list; do
             echo hi | "$carry/bin/ember" embed --broker $fe --timeout-ms 2000 >/dev/null 2>&1 && break
             sleep 0.2
         done
-        echo "== $model: chunk-tokens $chunk, credits $credits, max-batch-tokens $mbt"
+        echo "== $model: chunk-tokens $chunk, credits $credits, max-batch-tokens $mbt," \
+            "max-inflight $winflight"
         load=("$carry/bin/bench_pool_load" --broker $fe --texts-file "$corpus" --texts "$texts"
             --threads "$threads" --inflight "$inflight")
         "${load[@]}" --seconds 2 >/dev/null # warm-up
