@@ -46,10 +46,7 @@ for model in $models_list; do
             --device "${DEVICE:-cuda:0,graphs=all}" "${wargs[@]}" >"$out/worker-$tag.log" 2>&1 &
         worker=$!
         trap 'kill $worker $broker 2>/dev/null || true; wait 2>/dev/null || true' EXIT
-        for i in $(seq 300); do # until the worker has joined (capture-all takes a moment)
-            echo hi | "$carry/bin/ember" embed --broker $fe --timeout-ms 2000 >/dev/null 2>&1 && break
-            sleep 0.2
-        done
+        wait_for_pool $fe 300 || echo "== the pool did not answer in 60 s"
         echo "== $model: chunk-tokens $chunk, credits $credits, max-batch-tokens $mbt," \
             "max-inflight $winflight"
         load=("$carry/bin/bench_pool_load" --broker $fe --texts-file "$corpus" --texts "$texts"

@@ -41,10 +41,7 @@ fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY); os.write(fd, struct.pack("i",
         --spin-us $spin >"$out/worker-$tag.log" 2>&1 &
     worker=$!
     trap 'kill $worker $broker $qos 2>/dev/null || true; wait 2>/dev/null || true' EXIT
-    for i in $(seq 100); do # until the worker has joined (capture-all takes a moment)
-        echo hi | "$carry/bin/ember" embed --broker $fe --timeout-ms 2000 >/dev/null 2>&1 && break
-        sleep 0.2
-    done
+    wait_for_pool $fe 100 || echo "== the pool did not answer in 20 s"
     echo "== config $cfg (spin $spin us)"
     $pc "$carry/bin/bench_pool" --broker $fe --n 5000 --spin-us $spin --text "$text128" \
         --json "$out/pool_128_$tag.json"
