@@ -249,7 +249,7 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_rang
             if (pass == 0) { /* QKV, and its V rows: what the attention output mixes */
                 wrk_bert_range_values(range, buf, (size_t)(3 * H * H));
                 wrk_bert_range_values(range, bias, (size_t)(3 * H));
-                wrk_bert_range_after_ln(range, buf, bias, 0, (int32_t)(3 * H));
+                wrk_bert_range_after_ln(range, buf, bias, 0, (int32_t)(2 * H));
                 v_bound =
                     wrk_bert_range_after_ln(range, buf, bias, (int32_t)(2 * H), (int32_t)(3 * H));
             }
