@@ -266,12 +266,12 @@ static void test_tune_cache(const char *dir, wrk_engine_t *cpu, const char *cach
     s_free(&x);
 }
 
-/* Lanes: chunks submitted back to back alternate lanes and run side by side on the GPU, each in
- * activations of its own. Every result, in flight together (batches over max_batch_tokens split
- * into chunks that land on different lanes among them), must have the same bits as the one-lane
- * engine's for the same batch (both take their GEMM plans from the same tuning cache). Then a
- * large batch on an idle engine: cut into chunks of max_batch_tokens / lanes, so both lanes run
- * it, right against the CPU. */
+/* Lanes: chunks submitted back to back spread over the lanes (a lane with work queued is passed
+ * by for a less loaded one) and run side by side on the GPU, each in activations of its own. Every
+ * result, in flight together (batches over max_batch_tokens split into chunks that land on
+ * different lanes among them), must have the same bits as the one-lane engine's for the same batch
+ * (both take their GEMM plans from the same tuning cache). Then a large batch on an idle engine:
+ * cut into chunks of max_batch_tokens / lanes, so both lanes run it, right against the CPU. */
 static void test_lanes(const char *dir, const com_model_info_t *in, wrk_engine_t *cpu) {
     enum { N = 14, kLanes = 3 };
     com_error_t err = {0};

@@ -95,7 +95,6 @@ typedef struct s_cuda {
     wrk_bert_cuda_t *model;
     int32_t n_lanes, n_slots;
     cudaStream_t streams[S_MAX_LANES]; /* one per lane: a lane's passes run in order */
-    int32_t lane_load[S_MAX_LANES];    /* chunks queued per lane, under mu */
     int32_t last_lane;                 /* the lane of the last chunk enqueued */
     bool *ran;               /* [n_buckets] has run a chunk (lazy: capture from the second on) */
     cudaGraphExec_t *graphs; /* [n_buckets][n_slots][n_lanes] (s_graph) */
@@ -164,16 +163,20 @@ static cudaGraphExec_t *s_graph(s_cuda_t *e, int32_t bi, int32_t si, int32_t lan
 /* The lane for the next chunk: the last one used while it has nothing queued (its activations
  * are then likely still in L2: alternating lanes for one batch at a time cost BERT-base 6% at
  * 1024 tokens), else the one with the fewest chunks queued, looking after the last one first.
- * Counted as queued from here until the completion thread frees the chunk's slot. */
+ * A lane's load is its queued slots (from s_queue until the completion thread frees them), at
+ * most S_MAX_SLOTS to count. */
 static int32_t s_pick_lane(s_cuda_t *e) {
+    int32_t load[S_MAX_LANES] = {0};
     pthread_mutex_lock(&e->mu);
+    for (int32_t i = 0; i < e->n_slots; i++)
+        if (e->slots[i].state == S_QUEUED && e->slots[i].lane >= 0)
+            load[e->slots[i].lane]++;
     int32_t best = e->last_lane;
-    for (int32_t k = 1; k < e->n_lanes && e->lane_load[best] > 0; k++) {
+    for (int32_t k = 1; k < e->n_lanes && load[best] > 0; k++) {
         const int32_t l = (e->last_lane + k) % e->n_lanes;
-        if (e->lane_load[l] < e->lane_load[best])
+        if (load[l] < load[best])
             best = l;
     }
-    e->lane_load[best]++;
     e->last_lane = best;
     e->stats.lane_chunks[best]++;
     pthread_mutex_unlock(&e->mu);
@@ -298,8 +301,6 @@ static void *s_completion_main(void *arg) {
         }
         sl->state = S_FREE;
         sl->r = NULL;
-        if (sl->lane >= 0)
-            e->lane_load[sl->lane]--;
         e->next_done = (e->next_done + 1) % e->n_slots;
         pthread_cond_broadcast(&e->cv);
         pthread_mutex_unlock(&e->mu);

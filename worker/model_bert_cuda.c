@@ -2,11 +2,11 @@
  * model_bert_cuda.h; the CPU twin is worker/model_bert.c, whose tensor naming it follows).
  *
  * Weights: names with or without "bert."; each com_safetensors_expect-ed with the configured
- * shape, converted through fp32 to the model's 16-bit type on the host (round to nearest even)
- * and copied once; Q, K, V concatenated into Wqkv [3H, H] / bqkv [3H]. LayerNorm gamma/beta stay
- * fp32. The 16-bit type (dtype, kern_dtype_t) of the weights and of every 16-bit activation
- * below ("16" in the table): binary16 when worker/bert_range.h bounds every such value inside
- * its range (checked in a first pass over the weights, s_load), else bf16.
+ * shape, read as fp32, copied to the device and converted there to the model's 16-bit type
+ * (kern_convert_cuda, round to nearest even); Q, K, V concatenated into Wqkv [3H, H] / bqkv
+ * [3H]. LayerNorm gamma/beta stay fp32. The 16-bit type (dtype, kern_dtype_t) of the weights and of
+ * every 16-bit activation below ("16" in the table): binary16 when worker/bert_range.h bounds every
+ * such value inside its range (checked in a first pass over the weights, s_load), else bf16.
  *
  * Activations per lane (T = the largest bucket, H hidden, I intermediate), all planned here,
  * zeroed once; the tuner times in lane 0's:
