@@ -91,12 +91,17 @@ typedef struct cli_pool_opts {
     size_t n_brokers;
     const char *redis_url; /* --redis: discover the brokers there */
     long timeout_ms;       /* --timeout-ms: per request, 0 = libember's default (30 s) */
+    long in_flight;        /* --in-flight: requests in flight, 0 = CLI_POOL_IN_FLIGHT */
+    long request_texts;    /* --request-texts: texts per request, 0 = CLI_POOL_REQ_TEXTS */
 } cli_pool_opts_t;
 
-/* Texts per request and text bytes per request (about 64k tokens), and requests in flight. */
-#define CLI_POOL_REQ_TEXTS 256
-#define CLI_POOL_REQ_BYTES (256 * 1024)
-#define CLI_POOL_IN_FLIGHT 4
+/* Texts per request and text bytes per request (about 64k tokens), and requests in flight: the
+ * defaults, and the largest values --request-texts / --in-flight take. A bulk run on a pool that
+ * also serves queries may want fewer tokens queued at once (docs/worker.md). */
+#define CLI_POOL_REQ_TEXTS     256
+#define CLI_POOL_REQ_BYTES     (256 * 1024)
+#define CLI_POOL_IN_FLIGHT     4
+#define CLI_POOL_MAX_IN_FLIGHT 64
 
 /* Adds a --broker endpoint. Returns 0, or CLI_EXIT_USAGE (reported) when there are too many. */
 int cli_pool_add_broker(cli_pool_opts_t *p, const char *endpoint, const char *cmd);

@@ -7,8 +7,9 @@
  * computes batch N while this thread writes batch N-1), writing results in input order.
  *
  * Pool mode: create the client (a bad endpoint or an unreachable Redis fails first), read all
- * input, then send requests of at most CLI_POOL_REQ_TEXTS texts / CLI_POOL_REQ_BYTES bytes,
- * CLI_POOL_IN_FLIGHT at a time (asynchronous API, one thread), writing each request's results
+ * input, then send requests of at most --request-texts (CLI_POOL_REQ_TEXTS) texts and
+ * CLI_POOL_REQ_BYTES bytes, --in-flight (CLI_POOL_IN_FLIGHT) at a time (asynchronous API, one
+ * thread), writing each request's results
  * as soon as every request before it is written, so the output is in input order. Any failed
  * request stops the run before its results are written (and a file output is discarded).
  *
@@ -49,7 +50,7 @@ static void s_usage(FILE *f) {
           "       ember embed (--broker ENDPOINT [--broker ENDPOINT ...] | --redis URL)\n"
           "                   [--input FILE] [--output FILE] [--format jsonl|f32]\n"
           "                   [--dimensions N] [--no-normalize] [--no-truncate]\n"
-          "                   [--timeout-ms N]\n"
+          "                   [--timeout-ms N] [--in-flight N] [--request-texts N]\n"
           "\n"
           "Reads one text per line (stdin by default) and writes one JSON object per line,\n"
           "{\"index\": i, \"embedding\": [...], \"tokens\": n}, or raw little-endian float32\n"
@@ -63,7 +64,11 @@ static void s_usage(FILE *f) {
           "  --broker ENDPOINT embed through the pool's broker(s) at ENDPOINT (repeatable,\n"
           "                    fails over between them), e.g. tcp://127.0.0.1:5555\n"
           "  --redis URL       embed through the brokers registered in Redis at URL\n"
-          "  --timeout-ms N    pool mode: deadline of each request (default 30000)\n",
+          "  --timeout-ms N    pool mode: deadline of each request (default 30000)\n"
+          "  --in-flight N     pool mode: requests in flight at once (default 4, at most 64)\n"
+          "  --request-texts N pool mode: texts per request (default and most 256; at most\n"
+          "                    256 KiB of text either way); fewer of both keep fewer tokens\n"
+          "                    queued ahead of other clients' queries on a shared pool\n",
           f);
 }
 
@@ -81,6 +86,8 @@ static int s_parse(int argc, char **argv, s_opts_t *o) {
                                              {"broker", required_argument, 0, 'B'},
                                              {"redis", required_argument, 0, 'R'},
                                              {"timeout-ms", required_argument, 0, 'X'},
+                                             {"in-flight", required_argument, 0, 'F'},
+                                             {"request-texts", required_argument, 0, 'Q'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     *o = (s_opts_t){.normalize = -1, .truncate = 1, .batch_tokens = 8192};
@@ -154,6 +161,20 @@ static int s_parse(int argc, char **argv, s_opts_t *o) {
                 return CLI_EXIT_USAGE;
             }
             break;
+        case 'F':
+            if (cli_parse_int(optarg, 1, CLI_POOL_MAX_IN_FLIGHT, &o->pool.in_flight) != 0) {
+                fprintf(stderr, "ember embed: --in-flight needs an integer in [1, %d]\n",
+                        CLI_POOL_MAX_IN_FLIGHT);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'Q':
+            if (cli_parse_int(optarg, 1, CLI_POOL_REQ_TEXTS, &o->pool.request_texts) != 0) {
+                fprintf(stderr, "ember embed: --request-texts needs an integer in [1, %d]\n",
+                        CLI_POOL_REQ_TEXTS);
+                return CLI_EXIT_USAGE;
+            }
+            break;
         case 'h':
             s_usage(stdout);
             return -1;
@@ -182,8 +203,9 @@ static int s_parse(int argc, char **argv, s_opts_t *o) {
                         "options (the pool's broker decides)\n");
         return CLI_EXIT_USAGE;
     }
-    if (!pool && o->pool.timeout_ms) {
-        fprintf(stderr, "ember embed: --timeout-ms needs --broker or --redis\n");
+    if (!pool && (o->pool.timeout_ms || o->pool.in_flight || o->pool.request_texts)) {
+        fprintf(stderr, "ember embed: --timeout-ms, --in-flight and --request-texts need --broker "
+                        "or --redis\n");
         return CLI_EXIT_USAGE;
     }
     if (!pool && !o->model_dir) {
@@ -376,12 +398,12 @@ typedef struct s_pool_req {
 
 enum { S_POOL_EMBED, S_POOL_TOKENIZE };
 
-/* Submits the texts from `first` on, as many as one request takes (CLI_POOL_REQ_TEXTS texts,
+/* Submits the texts from `first` on, as many as one request takes (max_texts texts,
  * CLI_POOL_REQ_BYTES bytes, at least one). Returns the libember status. */
-static int s_pool_submit(ember_client_t *cl, const cli_texts_t *t, size_t first, int kind,
-                         const ember_request_opts_t *ro, s_pool_req_t *out) {
+static int s_pool_submit(ember_client_t *cl, const cli_texts_t *t, size_t first, size_t max_texts,
+                         int kind, const ember_request_opts_t *ro, s_pool_req_t *out) {
     size_t count = 0, bytes = 0;
-    while (first + count < t->n && count < CLI_POOL_REQ_TEXTS) {
+    while (first + count < t->n && count < max_texts) {
         size_t len = t->lengths[first + count];
         if (count > 0 && bytes + len > CLI_POOL_REQ_BYTES)
             break;
@@ -455,16 +477,18 @@ static int s_pool_fail(ember_client_t *cl, int status, const cli_texts_t *t, con
     return cli_exit_for_status(status);
 }
 
-/* Runs every text through the pool, CLI_POOL_IN_FLIGHT requests at a time, writing results in
- * input order. Returns 0 or an exit code (reported). */
-static int s_pool_run(ember_client_t *cl, const cli_texts_t *t, int kind,
+/* Runs every text through the pool, p's requests in flight at a time, writing results in input
+ * order. Returns 0 or an exit code (reported). */
+static int s_pool_run(ember_client_t *cl, const cli_pool_opts_t *p, const cli_texts_t *t, int kind,
                       const ember_request_opts_t *ro, int f32, cli_sink_t *sink) {
-    s_pool_req_t ring[CLI_POOL_IN_FLIGHT];
+    const size_t depth = p->in_flight > 0 ? (size_t)p->in_flight : CLI_POOL_IN_FLIGHT;
+    const size_t per_req = p->request_texts > 0 ? (size_t)p->request_texts : CLI_POOL_REQ_TEXTS;
+    s_pool_req_t ring[CLI_POOL_MAX_IN_FLIGHT];
     size_t head = 0, live = 0, next = 0;
     while (next < t->n || live > 0) {
-        while (live < CLI_POOL_IN_FLIGHT && next < t->n) {
-            s_pool_req_t *q = &ring[(head + live) % CLI_POOL_IN_FLIGHT];
-            int rc = s_pool_submit(cl, t, next, kind, ro, q);
+        while (live < depth && next < t->n) {
+            s_pool_req_t *q = &ring[(head + live) % depth];
+            int rc = s_pool_submit(cl, t, next, per_req, kind, ro, q);
             if (rc != EMBER_OK)
                 return s_pool_fail(cl, rc, t, q, ro->truncate);
             next += q->count;
@@ -479,7 +503,7 @@ static int s_pool_run(ember_client_t *cl, const cli_texts_t *t, int kind,
         ember_result_destroy(&r);
         if (rc != 0)
             return rc;
-        head = (head + 1) % CLI_POOL_IN_FLIGHT;
+        head = (head + 1) % depth;
         live--;
     }
     return 0;
@@ -513,7 +537,7 @@ static int s_pool_main(const cli_pool_opts_t *p, const char *input, const char *
         }
     if ((rc = cli_sink_open(&sink, output)) != 0)
         goto done;
-    rc = cli_sink_close(&sink, s_pool_run(cl, &texts, kind, ro, f32, &sink));
+    rc = cli_sink_close(&sink, s_pool_run(cl, p, &texts, kind, ro, f32, &sink));
 done:
     cli_texts_free(&texts);
     ember_client_destroy(&cl);

@@ -201,6 +201,15 @@ def test_errors(model):
         check(rc == 2 and out == b"", "--dimensions over the width: exit 2")
         rc, out, err = run(["embed", "--model", model, "--input", os.path.join(tmp, "absent.txt")])
         check(rc == 5 and out == b"", "missing input file: exit 5")
+        # pool-mode depth options: out of range, or without a pool, are usage errors
+        for args, what in ((["--broker", "tcp://127.0.0.1:1", "--in-flight", "0"], "--in-flight 0"),
+                           (["--broker", "tcp://127.0.0.1:1", "--in-flight", "65"], "--in-flight 65"),
+                           (["--broker", "tcp://127.0.0.1:1", "--request-texts", "257"],
+                            "--request-texts 257"),
+                           (["--model", model, "--in-flight", "2"], "--in-flight in process")):
+            rc, out, err = run(["embed"] + args, b"x\n")
+            check(rc == 2 and out == b"" and err.startswith("ember embed: ") and
+                  len(err.strip().splitlines()) == 1, "%s: exit 2, one line (%d %r)" % (what, rc, err))
         rc, out, err = run(["frobnicate"])
         check(rc == 2, "unknown command: exit 2")
 

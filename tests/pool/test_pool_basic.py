@@ -241,6 +241,17 @@ def sub_cli_pool_mode(a, pool, b):
     if len(got) == len(want):
         compare(np.array([r["embedding"] for r in got]), np.array([r["embedding"] for r in want]),
                 "ember embed --broker = ember embed --model")
+    # a shallow client (docs/cli.md: --in-flight, --request-texts): the same lines, in order
+    rc, out, err = pool.ember.run(["embed", "--broker", b.frontend, "--in-flight", "1",
+                                   "--request-texts", "7"], data, timeout=300)
+    if check(rc == 0, "--in-flight 1 --request-texts 7 exits 0 (rc %d, %s)" % (rc, err.strip()[-400:])):
+        shallow = [json.loads(line) for line in out.decode().splitlines()]
+        check([r["index"] for r in shallow] == list(range(len(want))) and
+              [r["tokens"] for r in shallow] == [r["tokens"] for r in want],
+              "--in-flight 1 --request-texts 7: one line per input, in order, same token counts")
+        if len(shallow) == len(want):
+            compare(np.array([r["embedding"] for r in shallow]),
+                    np.array([r["embedding"] for r in want]), "--in-flight 1 --request-texts 7")
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "in.txt")
         with open(path, "wb") as f:
