@@ -51,8 +51,8 @@ __device__ __forceinline__ void step_work(float *buf, int b, int s, int ctas, in
 }
 
 // (b) persistent: steps separated by a barrier on a monotonic counter (no reset between steps)
-__global__ void __launch_bounds__(kThreads) k_persistent(float *buf, unsigned *count, int steps,
-                                                          int K) {
+__global__ void __launch_bounds__(kThreads)
+    k_persistent(float *buf, unsigned *count, int steps, int K) {
     const int ctas = gridDim.x;
     for (int s = 0; s < steps; s++) {
         step_work(buf, blockIdx.x, s, ctas, K);
