@@ -7,8 +7,7 @@
 #   bin2  main + debug_noln.patch: bench_engine_cuda           (D in r2.sh)
 #   bin3  main + attention_rescale_skip.patch: bench_engine_cuda, kernels_cuda (B in r2.sh)
 #   binp  phase_latency                                        (./binp/phase_latency 2000)
-# r2.sh expects bin0, bin1 = B and bin2 = D: rN.sh scripts name their own layout, so copy and
-# adapt them into .gpucarry/ before packing (r3.sh here expects bin0 and bin1 as built).
+# r2.sh (A bin0, B bin3, D bin2) and r3.sh (A bin0, fold bin1) use this layout.
 # Needs .gpucarry/lib (libopenblas, libjansson, libgfortran, libquadmath: shared/GPU-HOST.md).
 set -euo pipefail
 repo=$(pwd)
