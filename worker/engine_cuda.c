@@ -640,7 +640,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         const char *name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "?";
         static const char *const res_name[] = {"f32", "bf16", "f16"};
         COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), %s, %s residual, %d "
-                 "buckets up to %d tokens, %d lanes, graphs %s%s, %.1f MiB device memory; "
+                 "buckets up to %d tokens, %d lanes, graphs %s, %.1f MiB device memory; "
                  "start-up: model %.0f ms, staging slots %.0f ms, capture %.0f ms",
                  (int)device, name, model_dir, e->info.architecture, (int)e->info.num_layers,
                  (int)e->info.hidden_size, e->stats.dtype == KERN_DTYPE_F16 ? "binary16" : "bf16",
@@ -648,7 +648,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  graph_mode == 0   ? "lazy"
                  : graph_mode == 1 ? "captured at start"
                                    : "off",
-                 "", (double)e->stats.device_bytes / (1 << 20), model_ms, slots_ms, capture_ms);
+                 (double)e->stats.device_bytes / (1 << 20), model_ms, slots_ms, capture_ms);
     }
     *out = e;
     *info_out = &e->info;
