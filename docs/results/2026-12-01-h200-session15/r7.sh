@@ -2,8 +2,9 @@
 # session 15 run 5: where the folded GEMMs' time goes (diagnostic builds of fold-ln + run 4's
 # code, tune=off so every folded GEMM is the first folding configuration, 64x64 s8 fold):
 # v0 = as run 4; v1 = without the L1 prefetch before the main loop; v2 = also without the
-# operand staging and with the plain bias epilogue (wrong results: timing only).
-export LD_LIBRARY_PATH=$PWD/.gpucarry/lib:/usr/local/cuda/lib64
+# operand staging and with the plain bias epilogue (wrong results: timing only). Then every
+# folding tile against its plain twin (bench_kernels_cuda gemms, binary16, 128 and 1024 tokens).
+export LD_LIBRARY_PATH=$PWD/.gpucarry/lib:/usr/local/cuda/lib64 PATH=$PATH:/usr/local/cuda/bin
 B=$PWD/.gpucarry/bin7
 python3 bench/gpu/make_random_models.py /tmp/m > /tmp/models.log 2>&1
 for m in minilm bert-base; do
@@ -16,4 +17,6 @@ for v in v0 v2; do
   timeout 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum -k regex:k_gemm \
     --print-summary per-kernel $B/bench_$v profile /tmp/m/bert-base cuda:0,fold=on,tune=off 1024 2 > $OUT/ncu_bert_$v.txt 2>&1
 done
+timeout 150 $B/bench_kernels_cuda gemms $OUT/gemms.json 128,1024 dtype=f16 > $OUT/gemms.txt 2>&1
+grep -E "best of ours" $OUT/gemms.txt
 sed -E 's/: [0-9]+ seqs, [0-9]+ tokens: wall median/ wall/; s/\(.*//' $OUT/diag.txt
