@@ -1,7 +1,8 @@
 #!/bin/bash
-# session 15 run 5: where the folded GEMMs' time goes (diagnostic builds of fold-ln + run 4's
-# code, tune=off so every folded GEMM is the first folding configuration, 64x64 s8 fold):
-# v0 = as run 4; v1 = without the L1 prefetch before the main loop; v2 = also without the
+# prepared in session 15, not yet run: where the folded GEMMs' time goes (diagnostic builds of
+# fold-ln, tune=off so every folded GEMM is the first folding configuration, 64x64 s8 fold):
+# v0 = fold-ln as is (run 4's code, the prefetch bounded by n so that the main loop no longer
+# waits for n_rows); v1 = without the L1 prefetch before the main loop; v2 = also without the
 # operand staging and with the plain bias epilogue (wrong results: timing only). Then every
 # folding tile against its plain twin (bench_kernels_cuda gemms, binary16, 128 and 1024 tokens).
 export LD_LIBRARY_PATH=$PWD/.gpucarry/lib:/usr/local/cuda/lib64 PATH=$PATH:/usr/local/cuda/bin
