@@ -5,7 +5,7 @@
 #   bin0  main's bench_engine_cuda                                   (A in r2.sh)
 #   bin2  main + session 14's debug_noln.patch: bench_engine_cuda    (D in r2.sh)
 #   bin3  main + session 14's attention_rescale_skip.patch: bench_engine_cuda, kernels_cuda (B)
-#   bin7  fold-ln's bench_engine_cuda as bench_v0 and its bench_kernels_cuda, and with
+#   bin7  fold-ln's bench_engine_cuda as bench_v0, its bench_kernels_cuda and kernels_cuda, and with
 #         fold_diag.patch built with EMBER_FOLD_DIAG=1 / 2 as bench_v1 / bench_v2 (r7.sh)
 # Needs .gpucarry/lib (libopenblas, libjansson, libgfortran, libquadmath: shared/GPU-HOST.md).
 set -euo pipefail
@@ -35,14 +35,14 @@ exe() { find "$work/$1/$2" -name "$3" -type f -executable | head -1; }
 tree_at bin0 main - && build bin0 build "" ON bench_engine_cuda
 tree_at bin2 main "$s14/debug_noln.patch" && build bin2 build "" ON bench_engine_cuda
 tree_at bin3 main "$s14/attention_rescale_skip.patch" && build bin3 build "" ON bench_engine_cuda kernels_cuda
-tree_at bin7 fold-ln - && build bin7 build "" ON bench_engine_cuda bench_kernels_cuda
+tree_at bin7 fold-ln - && build bin7 build "" ON bench_engine_cuda bench_kernels_cuda kernels_cuda
 rm -rf .gpucarry/bin0 .gpucarry/bin2 .gpucarry/bin3 .gpucarry/bin7
 mkdir -p .gpucarry/bin0 .gpucarry/bin2 .gpucarry/bin3 .gpucarry/bin7
 cp "$(exe bin0 build bench_engine_cuda)" .gpucarry/bin0/
 cp "$(exe bin2 build bench_engine_cuda)" .gpucarry/bin2/
 cp "$(exe bin3 build bench_engine_cuda)" "$(exe bin3 build kernels_cuda)" .gpucarry/bin3/
 cp "$(exe bin7 build bench_engine_cuda)" .gpucarry/bin7/bench_v0
-cp "$(exe bin7 build bench_kernels_cuda)" .gpucarry/bin7/
+cp "$(exe bin7 build bench_kernels_cuda)" "$(exe bin7 build kernels_cuda)" .gpucarry/bin7/
 tree_at bin7 fold-ln "$res/fold_diag.patch" # diagnostic builds: no -Werror (unused operands)
 for v in 1 2; do
     build bin7 "build-diag$v" "-DEMBER_FOLD_DIAG=$v" OFF bench_engine_cuda

@@ -5,9 +5,13 @@
 # waits for n_rows); v1 = without the L1 prefetch before the main loop; v2 = also without the
 # operand staging and with the plain bias epilogue (wrong results: timing only). Then every
 # folding tile against its plain twin (bench_kernels_cuda gemms, binary16, 128 and 1024 tokens).
+# First the branch's kernel tests.
 export LD_LIBRARY_PATH=$PWD/.gpucarry/lib:/usr/local/cuda/lib64 PATH=$PATH:/usr/local/cuda/bin
 B=$PWD/.gpucarry/bin7
 python3 bench/gpu/make_random_models.py /tmp/m > /tmp/models.log 2>&1
+# the branch's GEMM tests with every coverage check (linear_ln's never ran on the branch)
+( time timeout 200 $B/kernels_cuda linear_ln linear_fold linear_pdl pool ) > $OUT/kernels.txt 2>&1
+echo "rc $?" >> $OUT/kernels.txt; grep -E "CHECK failed|passed|rc " $OUT/kernels.txt | tail -5
 for m in minilm bert-base; do
   for v in v0 v1 v2; do
     echo "== $m $v" >> $OUT/diag.txt
