@@ -6,7 +6,8 @@
 #   binF  fold-ln's kernels_cuda, engine_cuda, bench_kernels_cuda, bench_engine_cuda  (F)
 #   binI  fold-ln + fold_interleave.patch (folding tiles in the plain kernels' interleaved order):
 #         bench_kernels_cuda, timing only (r9.sh)
-#   binM  branch mlp-fused (the fused feed-forward kernel): kernels_cuda, bench_kernels_cuda (r10.sh)
+#   binM  branch mlp-fused (the fused feed-forward kernel, device option mlp=on): kernels_cuda,
+#         engine_cuda, bench_kernels_cuda, bench_engine_cuda (r10.sh)
 # Needs the four host libraries of shared/GPU-HOST.md in .gpucarry/lib (or in an earlier pack).
 set -euo pipefail
 repo=$(pwd)
@@ -29,13 +30,13 @@ exe() { find "$work/$1/build" -name "$2" -type f -executable | head -1; }
 tree_at bin0 main && build bin0 bench_engine_cuda
 tree_at binF fold-ln && build binF kernels_cuda engine_cuda bench_kernels_cuda bench_engine_cuda
 tree_at binI fold-ln "$res/fold_interleave.patch" && build binI bench_kernels_cuda
-tree_at binM mlp-fused && build binM kernels_cuda bench_kernels_cuda
+tree_at binM mlp-fused && build binM kernels_cuda engine_cuda bench_kernels_cuda bench_engine_cuda
 rm -rf .gpucarry/bin0 .gpucarry/binF .gpucarry/binI .gpucarry/binM
 mkdir -p .gpucarry/bin0 .gpucarry/binF .gpucarry/binI .gpucarry/binM
 cp "$(exe bin0 bench_engine_cuda)" .gpucarry/bin0/
 for t in kernels_cuda engine_cuda bench_kernels_cuda bench_engine_cuda; do cp "$(exe binF $t)" .gpucarry/binF/; done
 cp "$(exe binI bench_kernels_cuda)" .gpucarry/binI/
-cp "$(exe binM kernels_cuda)" "$(exe binM bench_kernels_cuda)" .gpucarry/binM/
+for t in kernels_cuda engine_cuda bench_kernels_cuda bench_engine_cuda; do cp "$(exe binM $t)" .gpucarry/binM/; done
 cp "$res/r4.sh" "$res/r9.sh" "$res/r10.sh" .gpucarry/
 tar cf - -C .gpucarry bin0 binF binI binM lib r4.sh r9.sh r10.sh | xz -T8 -6 >.gpupack/gc.tar.xz
 ls -la .gpupack/gc.tar.xz
