@@ -37,6 +37,6 @@ cp "$(exe bin0 bench_engine_cuda)" .gpucarry/bin0/
 for t in kernels_cuda engine_cuda bench_kernels_cuda bench_engine_cuda; do cp "$(exe binF $t)" .gpucarry/binF/; done
 cp "$(exe binI bench_kernels_cuda)" .gpucarry/binI/
 for t in kernels_cuda engine_cuda bench_kernels_cuda bench_engine_cuda; do cp "$(exe binM $t)" .gpucarry/binM/; done
-cp "$res/r4.sh" "$res/r9.sh" "$res/r10.sh" .gpucarry/
-tar cf - -C .gpucarry bin0 binF binI binM lib r4.sh r9.sh r10.sh | xz -T8 -6 >.gpupack/gc.tar.xz
+cp "$res/r3.sh" "$res/r4.sh" "$res/r9.sh" "$res/r10.sh" .gpucarry/
+tar cf - -C .gpucarry bin0 binF binI binM lib r3.sh r4.sh r9.sh r10.sh | xz -T8 -6 >.gpupack/gc.tar.xz
 ls -la .gpupack/gc.tar.xz
