@@ -1,5 +1,5 @@
 #!/bin/bash
-# prepared in session 16, not yet run: the fused feed-forward kernel (branch mlp-fused fecb5a8,
+# prepared in session 16, not yet run: the fused feed-forward kernel (branch mlp-fused 78493ae,
 # MiniLM's and BERT-base's shapes; device option mlp=on runs it at the buckets <= 256 tokens):
 # its tests against the unfused references, the engine tests (three mlp=on modes against the CPU
 # engine, MiniLM shape), the gemms bench at 128 / 256 / 1024 tokens, binary16 ("mlp": fused,
