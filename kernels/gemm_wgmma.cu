@@ -54,6 +54,7 @@
 #include "kernels/gemm_wgmma.h"
 #include "kernels/kern_cuda_dev.cuh"
 #include "kernels/kern_wgmma.cuh"
+#include "kernels/row_stats.cuh"
 
 namespace {
 
@@ -174,6 +175,117 @@ __device__ __forceinline__ int32_t live_rows(const kern_linear_ln_t &ln, int32_t
     return ln.n_rows ? min(n, *ln.n_rows) : n;
 }
 
+/* ---- the folded LayerNorm's epilogues (4-6; kern_linear_ln_t, kernels/row_stats.h) ---- */
+
+/* (mean, rstd) of row gr for a quad of lanes (every lane of the warp calls it): x's statistics
+ * (epi 5, 6: in_stats over K columns) or the folded residual's (epi 4: residual_stats over N);
+ * (0, 0) for rows past the live ones, whose partials are not loaded beyond row n - 1. */
+__device__ __forceinline__ float2 fold_row_stats(const kern_linear_ln_t &ln, int epi, int32_t gr,
+                                                 int32_t n, int32_t n_live, int32_t K, int32_t N,
+                                                 int q) {
+    if (epi == 4 && !ln.residual_x)
+        return make_float2(0.f, 0.f); /* a plain residual needs none */
+    const int32_t cols = epi == 4 ? N : K, row = gr < n ? gr : n - 1;
+    const float *part =
+        (epi == 4 ? ln.residual_stats : ln.in_stats) + (int64_t)row * (cols / KERN_STATS_COLS) * 2;
+    const float2 st = kern::row_stats_quad(part, cols, ln.eps, q);
+    return gr < n_live ? st : make_float2(0.f, 0.f);
+}
+
+/* Epilogues 4-6 on the fp32 pair at row gr (-1: dead, nothing read), columns c, c + 1, in place:
+ * 5 / 6: rstd (v - mean c) + b (then GELU); 4: v + b + the residual (plain 16-bit of type D, or
+ * the folded stream normalised with st, gamma, beta). */
+template <kern_dtype_t D>
+__device__ __forceinline__ void fold_pair(float &v0, float &v1, const kern_linear_ln_t &ln,
+                                          const uint16_t *__restrict__ b, int epi, int32_t gr,
+                                          int32_t c, int32_t N, float2 st) {
+    const float b0 = kern::to_f32<D>(b[c]), b1 = kern::to_f32<D>(b[c + 1]);
+    if (epi >= 5) {
+        v0 = __fmaf_rn(st.y, __fmaf_rn(-st.x, ln.c[c], v0), b0);
+        v1 = __fmaf_rn(st.y, __fmaf_rn(-st.x, ln.c[c + 1], v1), b1);
+        if (epi == 6)
+            v0 = kern::gelu_erf(v0), v1 = kern::gelu_erf(v1);
+        return;
+    }
+    float r0 = 0.f, r1 = 0.f;
+    if (gr >= 0) {
+        const uint16_t *src = ln.residual_x         ? ln.residual_x
+                              : D == KERN_DTYPE_F16 ? ln.residual_f16
+                                                    : ln.residual_bf16;
+        const uint32_t pair = *reinterpret_cast<const uint32_t *>(src + (int64_t)gr * N + c);
+        r0 = kern::to_f32<D>((uint16_t)(pair & 0xffffu));
+        r1 = kern::to_f32<D>((uint16_t)(pair >> 16));
+        if (ln.residual_x) {
+            r0 = __fmaf_rn((r0 - st.x) * st.y, ln.gamma[c], ln.beta[c]);
+            r1 = __fmaf_rn((r1 - st.x) * st.y, ln.gamma[c + 1], ln.beta[c + 1]);
+        }
+    }
+    v0 += b0 + r0;
+    v1 += b1 + r1;
+}
+
+/* (sum, squared deviations from its mean) of one 64-column block whose values are spread over G
+ * aligned consecutive lanes, kV each (v); identical on those lanes (xor-shuffle sums). */
+template <int G, int kV> __device__ __forceinline__ float2 block_stats(const float (&v)[kV]) {
+    static_assert(G * kV == KERN_STATS_COLS, "one block of 64 columns");
+    float sum = 0.f;
+#pragma unroll
+    for (int e = 0; e < kV; e++)
+        sum += v[e];
+#pragma unroll
+    for (int o = 1; o < G; o *= 2)
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const float mean = sum * (1.0f / KERN_STATS_COLS);
+    float m2 = 0.f;
+#pragma unroll
+    for (int e = 0; e < kV; e++)
+        m2 = __fmaf_rn(v[e] - mean, v[e] - mean, m2);
+#pragma unroll
+    for (int o = 1; o < G; o *= 2)
+        m2 += __shfl_xor_sync(0xffffffffu, m2, o);
+    return make_float2(sum, m2);
+}
+
+/* Epilogues 4-6 on one consumer group's accumulators in the persistent path's layout (d[mi BN/2
+ * + 4 g + 2 h + e] is row rbase + 64 mi + lane / 4 + 8 h, column col0 + 8 g + 2 (lane % 4) + e),
+ * in place before the 16-bit store; epilogue 4 also writes the live rows' statistics (a quad of
+ * lanes holds a row's 64-column block, 16 values each). */
+template <kern_dtype_t D, int MI, int BN>
+__device__ __forceinline__ void
+fold_tile(float *d, const kern_linear_ln_t &ln, const uint16_t *__restrict__ b, int epi, int32_t n,
+          int32_t K, int32_t N, int32_t rbase, int32_t col0, int lane) {
+    const int32_t n_live = live_rows(ln, n);
+    const int q = lane % 4;
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int32_t gr = rbase + mi * 64 + lane / 4 + 8 * h, live = gr < n_live ? gr : -1;
+            const float2 st = fold_row_stats(ln, epi, gr, n, n_live, K, N, q);
+            float *row = d + mi * (BN / 2) + 2 * h;
+#pragma unroll
+            for (int g = 0; g < BN / 8; g++)
+                if (col0 + g * 8 < N) /* out % 8 == 0: the quad agrees */
+                    fold_pair<D>(row[4 * g], row[4 * g + 1], ln, b, epi, live, col0 + g * 8 + 2 * q,
+                                 N, st);
+            if (epi != 4)
+                continue;
+#pragma unroll
+            for (int j = 0; j < BN / 64; j++) {
+                float v[16];
+#pragma unroll
+                for (int g = 0; g < 8; g++)
+                    v[2 * g] = row[4 * (8 * j + g)], v[2 * g + 1] = row[4 * (8 * j + g) + 1];
+                const float2 bs = block_stats<4, 16>(v);
+                const int32_t cb = col0 + 64 * j;
+                if (q == 0 && live >= 0 && cb < N)
+                    *reinterpret_cast<float2 *>(
+                        ln.out_stats +
+                        ((int64_t)gr * (N / KERN_STATS_COLS) + cb / KERN_STATS_COLS) * 2) = bs;
+            }
+        }
+}
+
 /* The residual stream ln carries (exactly one pointer is set: checked by the launcher) */
 __device__ __forceinline__ const void *residual_ptr(const kern_linear_ln_t &ln) {
     return ln.residual       ? (const void *)ln.residual
@@ -209,7 +321,8 @@ __device__ __forceinline__ void tile_origin(int32_t tile, int32_t n_col_tiles, i
     col0 = tile % n_col_tiles * BN;
 }
 
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN>
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN,
+          bool FOLD>
 __device__ __forceinline__ void
 gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
           uint16_t *__restrict__ y, const uint16_t *__restrict__ b, const kern_linear_ln_t &ln,
@@ -381,7 +494,11 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                  * the stores (asm volatile) fenced the loads and every pair waited on its own:
                  * the epilogue, latency-bound at one warp per scheduler, outlasted the other
                  * group's main loop (ncu, BERT-base FFN-up: 37% issue slots, tensor pipe 48%). */
-                if (epi >= 1)
+                if constexpr (FOLD)
+                    fold_tile<D, MI, BN>(d, ln, b, epi, n, K, N,
+                                         row0 + (PP ? 0 : (wg - 1) * MI * 64) + warp * 16, col0,
+                                         lane);
+                else if (epi >= 1)
 #pragma unroll
                     for (int g = 0; g < BN / 8; g++) {
                         const int32_t c = col0 + g * 8 + 2 * (lane % 4);
@@ -468,6 +585,9 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
         cg::cluster_group cluster = cg::this_cluster();
         const int cn = LN ? (int)cluster.dim_blocks().x : 1, cx = LN ? (int)blockIdx.x % cn : 0;
         constexpr int kRows = BM / SPLIT, kChunks = BN / 8;
+        static_assert(!FOLD || ((kRows * kChunks) % (C::kThreads - 128) == 0 && BN % 64 == 0),
+                      "folded split epilogue: every lane takes the same number of rows, 8 lanes "
+                      "to a 64-column block");
         const int ct = (int)threadIdx.x - 128; /* consumer thread index */
         if constexpr (SPLIT > 1) {
             cluster.sync(); /* every rank's partial tile is visible cluster-wide */
@@ -475,7 +595,8 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 for (int idx = ct; idx < kRows * kChunks; idx += C::kThreads - 128) {
                     const int r = rank * kRows + idx / kChunks, c = idx % kChunks * 8;
                     const int32_t gr = row0 + r, gc = col0 + c;
-                    if (!LN && (gr >= n || gc >= N))
+                    const bool in = gr < n && gc < N;
+                    if (!LN && !FOLD && !in) /* the folded epilogue's shuffles need every lane */
                         continue;
                     float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
@@ -491,6 +612,24 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                         float *dst = Cs + r * C::kCS + c;
                         *reinterpret_cast<float4 *>(dst) = make_float4(v[0], v[1], v[2], v[3]);
                         *reinterpret_cast<float4 *>(dst + 4) = make_float4(v[4], v[5], v[6], v[7]);
+                    } else if constexpr (FOLD) {
+                        /* 8 lanes (aligned) hold a row's 64-column block, 8 values each */
+                        const int32_t n_live = live_rows(ln, n), live = gr < n_live ? gr : -1;
+                        const float2 st = fold_row_stats(ln, epi, gr, n, n_live, K, N, lane % 4);
+                        if (in)
+#pragma unroll
+                            for (int e = 0; e < 8; e += 2)
+                                fold_pair<D>(v[e], v[e + 1], ln, b, epi, live, gc + e, N, st);
+                        if (epi == 4) {
+                            const float2 bs = block_stats<8, 8>(v);
+                            if (lane % 8 == 0 && live >= 0 && gc < N)
+                                *reinterpret_cast<float2 *>(
+                                    ln.out_stats +
+                                    ((int64_t)gr * (N / KERN_STATS_COLS) + gc / KERN_STATS_COLS) *
+                                        2) = bs;
+                        }
+                        if (in)
+                            kern::store16<D, 8>(y + (int64_t)gr * N + gc, v);
                     } else {
 #pragma unroll
                         for (int e = 0; e < 8; e += 2)
@@ -618,28 +757,29 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* empty for other archs */
-#define EMBER_GEMM_BODY(LN)                                                                        \
-    gemm_body<D, NC, MI, BN, STAGES, SPLIT, PP, LN>(&tx, &tw, &ty, y, b, ln, n, K, N, epi)
+#define EMBER_GEMM_BODY(LN, FOLD)                                                                  \
+    gemm_body<D, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD>(&tx, &tw, &ty, y, b, ln, n, K, N, epi)
 #else
-#define EMBER_GEMM_BODY(LN) (void)0
+#define EMBER_GEMM_BODY(LN, FOLD) (void)0
 #endif
 
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
+/* FOLD: the folded LayerNorm's epilogues (4-6) instead of 0-2 */
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool FOLD>
 __global__ void __launch_bounds__(128 * (NC + 1))
     k_gemm(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
            const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
            const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
            int32_t N, int epi) {
-    EMBER_GEMM_BODY(false);
+    EMBER_GEMM_BODY(false, FOLD);
 }
 
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool FOLD>
 __global__ void __cluster_dims__(1, 1, SPLIT) __launch_bounds__(128 * (NC + 1))
     k_gemm_split(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                  const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
                  const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
                  int32_t N, int epi) {
-    EMBER_GEMM_BODY(false);
+    EMBER_GEMM_BODY(false, FOLD);
 }
 
 /* The sublayer end fused: launched in clusters of (N / BN, 1, SPLIT), set at launch. */
@@ -649,7 +789,7 @@ __global__ void __launch_bounds__(128 * (NC + 1))
               const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
               const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
               int32_t N, int epi) {
-    EMBER_GEMM_BODY(true);
+    EMBER_GEMM_BODY(true, false);
 }
 #undef EMBER_GEMM_BODY
 
@@ -661,32 +801,36 @@ struct Entry {
     kernel_t kernel[2]; /* by kern_dtype_t: bf16, binary16 */
     int bm, bn, threads, split;
     bool ln;      /* fuses the sublayer end (epilogue 3 only) */
+    bool fold;    /* the folded LayerNorm's epilogues (4-6 only) */
     int out_rows; /* the rows of one consumer group's output store (64 MI) */
     size_t smem;
     int32_t min_n, max_n; /* the rows at which the tuner times it */
 };
 
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN>
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN,
+          bool FOLD>
 constexpr kernel_t kernel_of() {
     if constexpr (LN)
         return k_gemm_ln<D, NC, MI, BN, STAGES, SPLIT, PP>;
     else if constexpr (SPLIT > 1)
-        return k_gemm_split<D, NC, MI, BN, STAGES, SPLIT, PP>;
+        return k_gemm_split<D, NC, MI, BN, STAGES, SPLIT, PP, FOLD>;
     else
-        return k_gemm<D, NC, MI, BN, STAGES, SPLIT, PP>;
+        return k_gemm<D, NC, MI, BN, STAGES, SPLIT, PP, FOLD>;
 }
 
-template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP = false, bool LN = false>
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP = false, bool LN = false,
+          bool FOLD = false>
 constexpr Entry entry(const char *name, int32_t min_n, int32_t max_n) {
     using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP, LN>;
     return Entry{name,
-                 {kernel_of<KERN_DTYPE_BF16, NC, MI, BN, STAGES, SPLIT, PP, LN>(),
-                  kernel_of<KERN_DTYPE_F16, NC, MI, BN, STAGES, SPLIT, PP, LN>()},
+                 {kernel_of<KERN_DTYPE_BF16, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD>(),
+                  kernel_of<KERN_DTYPE_F16, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD>()},
                  C::kBM,
                  BN,
                  C::kThreads,
                  SPLIT,
                  LN,
+                 FOLD,
                  64 * MI,
                  C::kSmem,
                  min_n,
@@ -695,6 +839,10 @@ constexpr Entry entry(const char *name, int32_t min_n, int32_t max_n) {
 template <int NC, int MI, int BN, int STAGES, int SPLIT>
 constexpr Entry entry_ln(const char *name, int32_t min_n, int32_t max_n) {
     return entry<NC, MI, BN, STAGES, SPLIT, false, true>(name, min_n, max_n);
+}
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP = false>
+constexpr Entry entry_fold(const char *name, int32_t min_n, int32_t max_n) {
+    return entry<NC, MI, BN, STAGES, SPLIT, PP, false, true>(name, min_n, max_n);
 }
 
 /* Small n: 64-row tiles, split-K to fill the GPU while W streams through once. Large n: 128- and
@@ -721,6 +869,15 @@ const Entry kConfigs[] = {
     entry_ln<1, 1, 192, 5, 2>("wgmma 64x192 s5 ln splitk2", 1, 512),
     entry_ln<1, 1, 192, 5, 4>("wgmma 64x192 s5 ln splitk4", 1, 512),
     entry_ln<2, 1, 128, 4, 1>("wgmma 128x128 s4 ln", 256, 1 << 30),
+    /* the folded LayerNorm's epilogues, on the tiles that win elsewhere at small and large n */
+    entry_fold<1, 1, 64, 8, 1>("wgmma 64x64 s8 fold", 1, 1024),
+    entry_fold<1, 1, 64, 8, 2>("wgmma 64x64 s8 splitk2 fold", 1, 512),
+    entry_fold<1, 1, 64, 8, 4>("wgmma 64x64 s8 splitk4 fold", 1, 512),
+    entry_fold<1, 1, 128, 6, 1>("wgmma 64x128 s6 fold", 1, 2048),
+    entry_fold<2, 1, 128, 5, 1>("wgmma 128x128 s5 fold", 256, 1 << 30),
+    entry_fold<2, 1, 192, 4, 1>("wgmma 128x192 s4 fold", 512, 1 << 30),
+    entry_fold<2, 2, 128, 4, 1, true>("wgmma 128x128 s4 pingpong fold", 512, 1 << 30),
+    entry_fold<2, 1, 192, 5, 1, true>("wgmma 64x192 s5 pingpong fold", 512, 1 << 30),
 };
 constexpr int32_t kNConfigs = (int32_t)(sizeof kConfigs / sizeof *kConfigs);
 static_assert(kNConfigs <= 64, "g_cluster_ok has 64 rows");
@@ -811,6 +968,21 @@ bool s_cluster_fits(int32_t config, kern_dtype_t dtype, int size) {
     return v == 1;
 }
 
+/* The operands of folded epilogue epi (4-6; kern_linear_ln_t in linear.h) are there and fit. */
+bool s_fold_ok(int epi, kern_dtype_t dtype, const kern_linear_ln_t *ln, int32_t in, int32_t out) {
+    const int32_t cols = epi == 4 ? out : in;
+    if (!ln || !(ln->eps >= 0.f) || cols % KERN_STATS_COLS || cols > KERN_STATS_MAX_COLS)
+        return false;
+    if (epi >= 5)
+        return ln->in_stats && ln->c;
+    const uint16_t *plain = dtype == KERN_DTYPE_F16 ? ln->residual_f16 : ln->residual_bf16;
+    const uint16_t *other = dtype == KERN_DTYPE_F16 ? ln->residual_bf16 : ln->residual_f16;
+    return ln->out_stats && !ln->residual && !other && !!plain + !!ln->residual_x == 1 &&
+           (!ln->residual_x || (ln->residual_stats && ln->gamma && ln->beta)) &&
+           ((uintptr_t)(plain ? plain : ln->residual_x) & 3u) == 0 &&
+           ((uintptr_t)ln->out_stats & 7u) == 0;
+}
+
 } // namespace
 
 int32_t kern_gemm_wgmma_count(void) {
@@ -823,6 +995,10 @@ const char *kern_gemm_wgmma_name(int32_t config) {
 
 bool kern_gemm_wgmma_fuses_ln(int32_t config) {
     return config >= 0 && config < kNConfigs && kConfigs[config].ln;
+}
+
+bool kern_gemm_wgmma_folds(int32_t config) {
+    return config >= 0 && config < kNConfigs && kConfigs[config].fold;
 }
 
 bool kern_sm90a_device(void) {
@@ -886,10 +1062,10 @@ int kern_gemm_wgmma_cuda(int32_t config, kern_dtype_t dtype, int epi, uint16_t *
                          cudaStream_t stream, com_error_t *err) {
     if (!s_dtype_ok(dtype))
         return com_error_set(err, COM_EINVAL, "gemm_wgmma: dtype %d", (int)dtype);
-    const bool fuses_ln = kern_gemm_wgmma_fuses_ln(config);
-    if (!kern_gemm_wgmma_valid(config, dtype, n, in, out) || epi < 0 || epi > 3 ||
-        (epi == 3) != fuses_ln || !y || !x || !w || (epi >= 1 && !b) || !kern::aligned16(y) ||
-        !kern::aligned16(x) || !kern::aligned16(w) || !g_encode)
+    const bool fuses_ln = kern_gemm_wgmma_fuses_ln(config), folds = kern_gemm_wgmma_folds(config);
+    if (!kern_gemm_wgmma_valid(config, dtype, n, in, out) || epi < 0 || epi > 6 ||
+        (epi == 3) != fuses_ln || (epi >= 4) != folds || !y || !x || !w || (epi >= 1 && !b) ||
+        !kern::aligned16(y) || !kern::aligned16(x) || !kern::aligned16(w) || !g_encode)
         return com_error_set(err, COM_EINVAL,
                              "gemm_wgmma: config %d, %dx%dx%d, epilogue %d: unsupported shape, "
                              "epilogue, unaligned pointers or not prepared",
@@ -910,6 +1086,14 @@ int kern_gemm_wgmma_cuda(int32_t config, kern_dtype_t dtype, int epi, uint16_t *
         /* y is binary16 too: a second store of the same values to the same place is not needed */
         if (dtype == KERN_DTYPE_F16 && lnv.out_f16 == y)
             lnv.out_f16 = nullptr;
+    } else if (epi >= 4) {
+        if (!s_fold_ok(epi, dtype, ln, in, out))
+            return com_error_set(err, COM_EINVAL,
+                                 "gemm_wgmma: folded LayerNorm epilogue %d, %dx%d: needs 64-column "
+                                 "blocks (<= %d columns), eps >= 0, and the operands of "
+                                 "kern_linear_ln_t that the epilogue names",
+                                 epi, (int)in, (int)out, KERN_STATS_MAX_COLS);
+        lnv = *ln;
     }
     const Entry &e = kConfigs[config];
     CUtensorMap tx, tw, ty;
