@@ -532,7 +532,10 @@ int main(void) {
     static const struct {
         const char *device;
         int32_t graph_mode, max_tokens, n_seqs, residual, dtype;
-    } modes[] = {{"cuda:0,graphs=all", 1, 1024, 9, 2, 1},
+    } modes[] = {{"cuda:0,fold=on,graphs=all", 1, 1024, 9, 2, 1},
+                 {"cuda:0,fold=on", 0, 4096, 200, 2, 1},
+                 {"cuda:0,fold=on,graphs=off,lanes=1,tune=off", 2, 4096, 40, 2, 1},
+                 {"cuda:0,graphs=all", 1, 1024, 9, 2, 1},
                  {"cuda:0,tune=off,graphs=off", 2, 4096, 9, 2, 1},
                  {"cuda:0,graphs=lazy", 0, 600, 40, 2, 1},
                  {"cuda:0,pdl=off,graphs=all", 1, 1024, 9, 2, 1},
@@ -553,9 +556,11 @@ int main(void) {
             continue;
         wrk_cuda_stats_t st;
         CHECK(wrk_engine_cuda_stats(gpu, &st, &err) == 0);
-        CHECK_MSG(st.residual == modes[m].residual && st.dtype == modes[m].dtype,
-                  "%s: residual type %d, dtype %d, want %d, %d", modes[m].device, (int)st.residual,
-                  (int)st.dtype, (int)modes[m].residual, (int)modes[m].dtype);
+        CHECK_MSG(st.residual == modes[m].residual && st.dtype == modes[m].dtype &&
+                      st.folded == (strstr(modes[m].device, "fold=on") != NULL),
+                  "%s: residual type %d, dtype %d, folded %d, want %d, %d", modes[m].device,
+                  (int)st.residual, (int)st.dtype, (int)st.folded, (int)modes[m].residual,
+                  (int)modes[m].dtype);
         if (modes[m].graph_mode == 1)
             CHECK_MSG(st.n_graphs == st.n_buckets * st.n_slots * st.n_lanes && st.n_buckets == 16,
                       "capture at start: %d graphs for %d buckets x %d slots x %d lanes",
@@ -592,12 +597,18 @@ int main(void) {
                                            "cuda:0,lanes=5",
                                            "cuda:0,lanes=",
                                            "cuda:0,dtype=fp16",
-                                           "cuda:0,dtype=f16,residual=bf16"};
+                                           "cuda:0,dtype=f16,residual=bf16",
+                                           "cuda:0,fold=yes"};
     for (size_t i = 0; i < sizeof bad_opts / sizeof *bad_opts; i++) {
         wrk_engine_opts_t bad2 = {bad_opts[i], 0, 0};
         CHECK_MSG(wrk_engine_new(dir, &bad2, &gpu, &err) == COM_EINVAL && gpu == NULL,
                   "device \"%s\" is rejected", bad_opts[i]);
     }
+    /* the folded LayerNorm needs binary16 activations: with bf16 it is refused, not ignored */
+    wrk_engine_opts_t bf_fold = {"cuda:0,fold=on,dtype=bf16,tune=off", 0, 1024};
+    rc = wrk_engine_new(dir, &bf_fold, &gpu, &err);
+    CHECK_MSG(rc == COM_EUNSUPPORTED && gpu == NULL && strstr(err.msg, "fold=on"),
+              "fold=on with dtype=bf16: rc %d (%s)", rc, err.msg);
     wrk_engine_destroy(&cpu);
     test_rm_tree(scratch);
     return test_finish();

@@ -1200,6 +1200,89 @@ static void test_attention(void) {
 }
 
 /* ---- pooling ---- */
+/* kern_pool_folded_cuda (per dtype): x is random in [-3, 3] plus a per-row offset in [-8, 8]
+ * (rows whose mean is far from 0), its partials taken from the fp32 values and x stored rounded to
+ * dt, as a folded sublayer end writes them; the reference normalises the rounded x with those
+ * partials (kern_row_stats_normalize_ref) and pools it. Both sides get the same statistics bits
+ * (row_stats.h's fixed order) and the same x, so only the fp32 rounding order differs: the mean's
+ * summation (row lanes and 1024-token chunks against one serial sum) and gamma / beta applied
+ * once to the pooled value rather than to every token. An fp32 emulation of the kernel's order on
+ * these cases stays within 1.4e-6 of the reference (outputs of rms ~0.6; 1e-7 normalised), so
+ * 1e-5 relative plus 1e-5 x the reference's rms leaves a margin of 5 or more. Lengths 1 to 1030
+ * (past one chunk of statistics); hidden 64 to 1024 (128 to 8 row lanes); dim 37 keeps part of a
+ * column group. */
+static void test_pool_folded_dt(kern_dtype_t dt) {
+    static const int32_t lens[] = {1, 7, 130, 512, 1, 1030};
+    const int32_t ns = 6;
+    int32_t cu[7];
+    const int32_t n = s_cu(lens, ns, cu);
+    static const int32_t hiddens[] = {64, 384, 768, 1024};
+    const bool f16 = dt == KERN_DTYPE_F16;
+    const float eps = 1e-12f;
+    for (int hi = 0; hi < 4; hi++) {
+        const int32_t H = hiddens[hi];
+        const size_t nh = (size_t)n * H, np = (size_t)n * (H / KERN_STATS_COLS) * 2;
+        float *x = malloc(nh * sizeof *x), *xr = malloc(nh * sizeof *xr);
+        float *h = malloc(nh * sizeof *h), *part = malloc(np * sizeof *part);
+        for (int32_t t = 0; t < n; t++) {
+            const float off = com_prng_uniform(&g_rng, -8, 8);
+            for (int32_t j = 0; j < H; j++) {
+                const size_t i = (size_t)t * H + j;
+                x[i] = off + com_prng_uniform(&g_rng, -3, 3);
+                xr[i] = f16 ? com_half_to_f32(com_half_from_f32(x[i]))
+                            : kern_bf16_to_f32(kern_bf16_from_f32(x[i]));
+            }
+        }
+        kern_row_stats_ref(part, x, n, H);
+        float *g = s_rand_bf(H, 0.5f, 1.5f), *b = s_rand_bf(H, -1, 1);
+        kern_row_stats_normalize_ref(h, xr, part, g, b, n, H, eps);
+        uint16_t *dx = s_up_16(x, nh, f16);
+        float *dpart = s_up(part, np * 4), *dg = s_up(g, (size_t)H * 4),
+              *db = s_up(b, (size_t)H * 4);
+        int32_t *dcu = s_up(cu, sizeof cu), *dns = s_up(&ns, 4);
+        float *dout = s_dev((size_t)ns * H * 4);
+        for (int mode = 0; mode < 3; mode++)
+            for (int norm = 0; norm < 2; norm++)
+                for (int dsel = 0; dsel < 2; dsel++) {
+                    const int32_t D = dsel ? 37 : H;
+                    float *ref = malloc((size_t)ns * D * sizeof *ref);
+                    kern_pool_ref(ref, h, cu, ns, H, (kern_pool_mode_t)mode, D, norm != 0);
+                    int32_t *dd = s_up(&D, 4), *dnorm = s_up(&norm, 4);
+                    s_poison(dout, (size_t)ns * H * 4);
+                    com_error_t err = {0};
+                    int rc =
+                        kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dd, dnorm,
+                                              ns, H, (kern_pool_mode_t)mode, g_st, &err);
+                    CHECK_MSG(rc == 0, "pool_folded_cuda: %s", err.msg);
+                    float *got = s_down_f32(dout, (size_t)ns * D);
+                    char what[96];
+                    snprintf(what, sizeof what, "pool folded %s H=%d mode %d norm %d dim %d",
+                             s_dtype_name(dt), (int)H, mode, norm, (int)D);
+                    s_cmp(what, got, ref, (size_t)ns * D, 1e-5 * s_rms(ref, (size_t)ns * D), 1e-5);
+                    free(got), free(ref);
+                    cudaFree(dd), cudaFree(dnorm);
+                }
+        if (H == 64) { /* refused before anything is enqueued */
+            com_error_t err = {0};
+            CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dns, dns, ns,
+                                        96, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx, (kern_dtype_t)2, dpart, dg, db, eps, dcu, dns,
+                                        dns, dns, ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx, dt, NULL, dg, db, eps, dcu, dns, dns, dns, ns, H,
+                                        KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx + 4, dt, dpart, dg, db, eps, dcu, dns, dns, dns,
+                                        ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dns, dns, ns,
+                                        8256, KERN_POOL_MEAN, g_st, &err) == COM_EUNSUPPORTED);
+        }
+        free(x), free(xr), free(h), free(part), free(g), free(b);
+        cudaFree(dx), cudaFree(dpart), cudaFree(dg), cudaFree(db);
+        cudaFree(dcu), cudaFree(dns), cudaFree(dout);
+    }
+    printf("pool folded (%s): CLS / mean / last x normalize x Matryoshka checked\n",
+           s_dtype_name(dt));
+}
+
 static void test_pool(void) {
     /* lengths around the kernel's 8-deep unroll; hidden sizes for scalar columns (7), float4
      * columns in several row lanes (384) and one lane looping over column groups (4100) */
@@ -1262,6 +1345,7 @@ static void test_pool(void) {
         cudaFree(d1);
     }
     printf("pool: CLS / mean / last x normalize x Matryoshka checked\n");
+    s_both_dtypes(test_pool_folded_dt);
 }
 
 /* ---- output conversion ---- */

@@ -61,6 +61,9 @@ typedef struct wrk_bert_cuda_opts {
     const char *tune_cache; /* with tune: file of earlier choices (worker/tune_cache.h), or NULL */
     int lanes;              /* activation sets (0 = 1): passes that may run side by side */
     int dtype;              /* kern_dtype_t or WRK_BERT_DTYPE_AUTO */
+    bool fold;              /* the folded LayerNorm (model_bert_cuda.c's header): binary16
+                               activations, hidden % 64 == 0 and a Hopper GPU, else refused
+                               (COM_EUNSUPPORTED) */
 } wrk_bert_cuda_opts_t;
 
 /* Loads weights_path onto the current CUDA device (bf16, Q/K/V fused, LayerNorm parameters
@@ -78,6 +81,7 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p);
 size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m); /* weights + lanes x (acts + ws) */
 int wrk_bert_cuda_residual(const wrk_bert_cuda_t *m);        /* the kern_residual_type_t chosen */
 int wrk_bert_cuda_dtype(const wrk_bert_cuda_t *m);           /* the kern_dtype_t chosen */
+bool wrk_bert_cuda_folded(const wrk_bert_cuda_t *m);         /* opts.fold, taken */
 /* GEMM plans whose algorithm start-up timed, and those taken from the tuning cache. */
 void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached);
 
