@@ -286,6 +286,37 @@ fold_tile(float *d, const kern_linear_ln_t &ln, const uint16_t *__restrict__ b, 
         }
 }
 
+/* prefetch.global.L1 of the 128-byte lines of bytes [p, end) */
+__device__ __forceinline__ void prefetch_l1(const void *p, const void *end) {
+    for (const char *a = reinterpret_cast<const char *>((uintptr_t)p & ~(uintptr_t)127);
+         a < static_cast<const char *>(end); a += 128)
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(a)));
+}
+
+/* The folded epilogues' inputs for rows [r0, r1) (the live ones) and columns [c0, c0 + BN),
+ * pulled into L1 while the main loop runs: the rows' statistics, and for epilogue 4 the
+ * residual. Read only in the epilogue otherwise, they would add an L2 round trip (~0.7 us) to
+ * the critical path of the small GEMMs of a batch-1 pass. Prefetches are hints: nothing waits for
+ * them, and they only cover bytes the epilogue reads. Threads t = 0 .. nt - 1 of the group. */
+template <kern_dtype_t D, int BN>
+__device__ __forceinline__ void fold_prefetch(const kern_linear_ln_t &ln, int epi, int32_t r0,
+                                              int32_t r1, int32_t c0, int32_t n, int32_t K,
+                                              int32_t N, int t, int nt) {
+    const int32_t live = min(r1, live_rows(ln, n));
+    const float *stats = epi == 4 ? ln.residual_stats : ln.in_stats; /* NULL: a plain residual */
+    const int32_t nb = (epi == 4 ? N : K) / KERN_STATS_COLS, cols = min(BN, N - c0);
+    const uint16_t *res = epi != 4              ? nullptr
+                          : ln.residual_x       ? ln.residual_x
+                          : D == KERN_DTYPE_F16 ? ln.residual_f16
+                                                : ln.residual_bf16;
+    for (int32_t r = r0 + t; r < live; r += nt) {
+        if (stats)
+            prefetch_l1(stats + (int64_t)r * nb * 2, stats + (int64_t)(r + 1) * nb * 2);
+        if (res)
+            prefetch_l1(res + (int64_t)r * N + c0, res + (int64_t)r * N + c0 + cols);
+    }
+}
+
 /* The residual stream ln carries (exactly one pointer is set: checked by the launcher) */
 __device__ __forceinline__ const void *residual_ptr(const kern_linear_ln_t &ln) {
     return ln.residual       ? (const void *)ln.residual
@@ -442,6 +473,15 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
             const int32_t tile = (int32_t)blockIdx.x + j * (int32_t)gridDim.x;
             if (tile >= n_tiles)
                 break;
+            if constexpr (FOLD) { /* this group's epilogue rows of the tile (split-K: the rank's) */
+                int32_t row0, col0;
+                tile_origin<BM, BN>(tile, n_col_tiles, row0, col0);
+                const int32_t r0 = row0 + (SPLIT > 1 ? rank * (BM / SPLIT)
+                                           : PP      ? 0
+                                                     : (wg - 1) * MI * 64);
+                fold_prefetch<D, BN>(ln, epi, r0, r0 + (SPLIT > 1 ? BM / SPLIT : 64 * MI), col0, n,
+                                     K, N, t128, 128);
+            }
             if constexpr (PP)
                 if (j > 0)
                     turn_wait(wg);
