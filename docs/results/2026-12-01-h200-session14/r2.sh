@@ -3,7 +3,7 @@
 # (D) db72287 with EMBER_DEBUG_NOLN=1 (diagnostic: sublayer ends as plain bias GEMMs, no
 # LayerNorm: what the LayerNorms cost on the critical path); attention kernel tests for B
 export LD_LIBRARY_PATH=$PWD/.gpucarry/lib:/usr/local/cuda/lib64
-A=$PWD/.gpucarry/bin0; B=$PWD/.gpucarry/bin1; D=$PWD/.gpucarry/bin2
+A=$PWD/.gpucarry/bin0; B=$PWD/.gpucarry/bin3; D=$PWD/.gpucarry/bin2  # prepare_next.sh's layout
 python3 bench/gpu/make_random_models.py /tmp/m > /tmp/models.log 2>&1
 ( time timeout 120 $B/kernels_cuda attention ) > /tmp/k.log 2>&1; echo "rc $?" >> /tmp/k.log
 grep -E "CHECK failed|passed|rc |real" /tmp/k.log | head -30 > $OUT/kernels.txt
