@@ -18,10 +18,12 @@ build() { # name rev patch targets...
     local name=$1 rev=$2 patch=$3
     shift 3
     local tree=$work/$name
-    if [ ! -d "$tree" ]; then
+    if [ -d "$tree" ]; then # a tree of an earlier run: to rev again, its patch undone
+        git -C "$tree" checkout -q -f --detach "$rev"
+    else
         git worktree add --detach "$tree" "$rev" >/dev/null
-        [ "$patch" = - ] || git -C "$tree" apply "$res/$patch"
     fi
+    [ "$patch" = - ] || git -C "$tree" apply "$res/$patch"
     cmake -S "$tree" -B "$tree/build" -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON \
         -DEMBER_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/$name.cmake.log"
     cmake --build "$tree/build" -j16 --target "$@" >"$work/$name.build.log"
