@@ -9,9 +9,9 @@
  * Pool mode: create the client (a bad endpoint or an unreachable Redis fails first), read all
  * input, then send requests of at most --request-texts (CLI_POOL_REQ_TEXTS) texts and
  * CLI_POOL_REQ_BYTES bytes, --in-flight (CLI_POOL_IN_FLIGHT) at a time (asynchronous API, one
- * thread), writing each request's results
- * as soon as every request before it is written, so the output is in input order. Any failed
- * request stops the run before its results are written (and a file output is discarded).
+ * thread), writing each request's results as soon as every request before it is written, so
+ * the output is in input order. Any failed request stops the run before its results are written
+ * (and a file output is discarded).
  *
  * Output either way: JSON lines {"index": i, "embedding": [...], "tokens": n} or raw
  * little-endian float32 (--format f32). */
@@ -70,6 +70,14 @@ static void s_usage(FILE *f) {
           "                    256 KiB of text either way); fewer of both keep fewer tokens\n"
           "                    queued ahead of other clients' queries on a shared pool\n",
           f);
+}
+
+/* A pool-mode option's integer in [1, hi] into *out; -1 after saying so on stderr. */
+static int s_pool_int(const char *opt, const char *v, long hi, long *out) {
+    if (cli_parse_int(v, 1, hi, out) == 0)
+        return 0;
+    fprintf(stderr, "ember embed: %s needs an integer in [1, %ld]\n", opt, hi);
+    return -1;
 }
 
 static int s_parse(int argc, char **argv, s_opts_t *o) {
@@ -156,24 +164,17 @@ static int s_parse(int argc, char **argv, s_opts_t *o) {
             o->pool.redis_url = optarg;
             break;
         case 'X':
-            if (cli_parse_int(optarg, 1, 86400000, &o->pool.timeout_ms) != 0) {
-                fprintf(stderr, "ember embed: --timeout-ms needs an integer in [1, 86400000]\n");
+            if (s_pool_int("--timeout-ms", optarg, 86400000, &o->pool.timeout_ms) != 0)
                 return CLI_EXIT_USAGE;
-            }
             break;
         case 'F':
-            if (cli_parse_int(optarg, 1, CLI_POOL_MAX_IN_FLIGHT, &o->pool.in_flight) != 0) {
-                fprintf(stderr, "ember embed: --in-flight needs an integer in [1, %d]\n",
-                        CLI_POOL_MAX_IN_FLIGHT);
+            if (s_pool_int("--in-flight", optarg, CLI_POOL_MAX_IN_FLIGHT, &o->pool.in_flight) != 0)
                 return CLI_EXIT_USAGE;
-            }
             break;
         case 'Q':
-            if (cli_parse_int(optarg, 1, CLI_POOL_REQ_TEXTS, &o->pool.request_texts) != 0) {
-                fprintf(stderr, "ember embed: --request-texts needs an integer in [1, %d]\n",
-                        CLI_POOL_REQ_TEXTS);
+            if (s_pool_int("--request-texts", optarg, CLI_POOL_REQ_TEXTS, &o->pool.request_texts) !=
+                0)
                 return CLI_EXIT_USAGE;
-            }
             break;
         case 'h':
             s_usage(stdout);

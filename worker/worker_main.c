@@ -191,7 +191,7 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
     memset(a, 0, sizeof *a);
     a->max_batch_tokens = 0; /* 0: by device, below */
     a->credits = 0;
-    a->max_inflight = 0;
+    a->max_inflight = 2;
     a->threads = 0;
     a->heartbeat_ms = 1000;
     a->discovery_ms = 2000;
@@ -316,8 +316,6 @@ static int s_parse_args(int argc, char **argv, s_args_t *a) {
         a->max_batch_tokens = gpu ? 16384 : 8192;
     if (a->credits == 0)
         a->credits = gpu ? 32 : 4;
-    if (a->max_inflight == 0)
-        a->max_inflight = 2;
     if (a->n_brokers == 0 && !a->redis) {
         fprintf(stderr, "ember-worker: give --broker ENDPOINT or --redis URL (discovery)\n");
         return S_EXIT_USAGE;
