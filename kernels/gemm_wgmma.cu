@@ -176,52 +176,91 @@ __device__ __forceinline__ int32_t live_rows(const kern_linear_ln_t &ln, int32_t
 }
 
 /* ---- the folded LayerNorm's epilogues (4-6; kern_linear_ln_t, kernels/row_stats.h) ---- */
+/* Their operands are staged in shared memory per tile (FoldStage): the columns' bias, c or
+ * gamma / beta, loaded into registers before the main loop and stored after it, and the rows'
+ * (mean, rstd), finished after the main loop from partials prefetched into L1 before it. Read
+ * from global memory inside the epilogue, one 8-column group at a time behind a bounds branch,
+ * every group waited for its own loads: the epilogue outlasted the GEMM (ncu, MiniLM 1024
+ * tokens: a 64x64 tile 12.2 us folded against 5.2 plain). */
 
-/* (mean, rstd) of row gr for a quad of lanes (every lane of the warp calls it): x's statistics
+/* The columns of one staged tile: [0] bias, [1] c (epi 5, 6) or gamma (epi 4, folded residual),
+ * [2] beta (epi 4, folded residual); rows: (mean, rstd), (0, 0) where none is needed. */
+template <int BN, int ROWS> struct FoldStage {
+    float col[3][BN];
+    float2 row[ROWS];
+};
+
+/* Thread t of nt's share of the columns [col0, col0 + BN), read into registers (columns past N
+ * read column N - 1: their outputs are clipped by the store, their values only must be finite) */
+template <kern_dtype_t D, int BN, int NT> struct FoldCols {
+    static constexpr int kPer = (BN + NT - 1) / NT;
+    float v[kPer][3];
+    __device__ __forceinline__ void load(const kern_linear_ln_t &ln, const uint16_t *__restrict__ b,
+                                         int epi, int32_t col0, int32_t N, int t) {
+#pragma unroll
+        for (int i = 0; i < kPer; i++) {
+            const int32_t gc = min(col0 + t + i * NT, N - 1);
+            v[i][0] = kern::to_f32<D>(b[gc]);
+            v[i][1] = epi >= 5 ? ln.c[gc] : ln.residual_x ? ln.gamma[gc] : 0.f;
+            v[i][2] = epi == 4 && ln.residual_x ? ln.beta[gc] : 0.f;
+        }
+    }
+    template <int ROWS> __device__ __forceinline__ void store(FoldStage<BN, ROWS> &s, int t) const {
+#pragma unroll
+        for (int i = 0; i < kPer; i++)
+            if (t + i * NT < BN)
+#pragma unroll
+                for (int k = 0; k < 3; k++)
+                    s.col[k][t + i * NT] = v[i][k];
+    }
+};
+
+/* (mean, rstd) of rows [r0, r0 + ROWS) into s.row by threads t = 0 .. nt - 1: x's statistics
  * (epi 5, 6: in_stats over K columns) or the folded residual's (epi 4: residual_stats over N);
- * (0, 0) for rows past the live ones, whose partials are not loaded beyond row n - 1. */
-__device__ __forceinline__ float2 fold_row_stats(const kern_linear_ln_t &ln, int epi, int32_t gr,
-                                                 int32_t n, int32_t n_live, int32_t K, int32_t N,
-                                                 int q) {
-    if (epi == 4 && !ln.residual_x)
-        return make_float2(0.f, 0.f); /* a plain residual needs none */
-    const int32_t cols = epi == 4 ? N : K, row = gr < n ? gr : n - 1;
-    const float *part =
-        (epi == 4 ? ln.residual_stats : ln.in_stats) + (int64_t)row * (cols / KERN_STATS_COLS) * 2;
-    const float2 st = kern::row_stats_quad(part, cols, ln.eps, q);
-    return gr < n_live ? st : make_float2(0.f, 0.f);
+ * (0, 0) for a plain residual and for rows past the live ones (nothing read for them). */
+template <int BN, int ROWS>
+__device__ __forceinline__ void fold_rows(FoldStage<BN, ROWS> &s, const kern_linear_ln_t &ln,
+                                          int epi, int32_t r0, int32_t n_live, int32_t K, int32_t N,
+                                          int t, int nt) {
+    const bool none = epi == 4 && !ln.residual_x;
+    const int32_t cols = epi == 4 ? N : K;
+    const float *part = epi == 4 ? ln.residual_stats : ln.in_stats;
+    for (int i = t; i < ROWS; i += nt) {
+        const int32_t gr = r0 + i;
+        s.row[i] = none || gr >= n_live
+                       ? make_float2(0.f, 0.f)
+                       : kern::row_stats_one(part + (int64_t)gr * (cols / KERN_STATS_COLS) * 2,
+                                             cols, ln.eps);
+    }
 }
 
-/* Epilogues 4-6 on the fp32 pair at row gr (-1: dead, nothing read), columns c, c + 1, in place:
- * 5 / 6: rstd (v - mean c) + b (then GELU); 4: v + b + the residual (plain 16-bit of type D, or
- * the folded stream normalised with st, gamma, beta). */
-template <kern_dtype_t D>
-__device__ __forceinline__ void fold_pair(float &v0, float &v1, const kern_linear_ln_t &ln,
-                                          const uint16_t *__restrict__ b, int epi, int32_t gr,
-                                          int32_t c, int32_t N, float2 st) {
-    const float b0 = kern::to_f32<D>(b[c]), b1 = kern::to_f32<D>(b[c + 1]);
+/* Epilogues 4-6 on the fp32 pair v0, v1 (columns of the staged tile cl, cl + 1; the row's st),
+ * in place: 5 / 6: rstd (v - mean c) + b (then GELU); 4: v + b + the residual pair r (plain
+ * 16-bit of type D, or the folded stream normalised with st, gamma, beta; 0 for dead rows). */
+template <kern_dtype_t D, int BN, int ROWS>
+__device__ __forceinline__ void fold_pair(float &v0, float &v1, const FoldStage<BN, ROWS> &s,
+                                          int epi, bool folded, int cl, float2 st, uint32_t r) {
+    const float b0 = s.col[0][cl], b1 = s.col[0][cl + 1];
     if (epi >= 5) {
-        v0 = __fmaf_rn(st.y, __fmaf_rn(-st.x, ln.c[c], v0), b0);
-        v1 = __fmaf_rn(st.y, __fmaf_rn(-st.x, ln.c[c + 1], v1), b1);
+        v0 = __fmaf_rn(st.y, __fmaf_rn(-st.x, s.col[1][cl], v0), b0);
+        v1 = __fmaf_rn(st.y, __fmaf_rn(-st.x, s.col[1][cl + 1], v1), b1);
         if (epi == 6)
             v0 = kern::gelu_erf(v0), v1 = kern::gelu_erf(v1);
         return;
     }
-    float r0 = 0.f, r1 = 0.f;
-    if (gr >= 0) {
-        const uint16_t *src = ln.residual_x         ? ln.residual_x
-                              : D == KERN_DTYPE_F16 ? ln.residual_f16
-                                                    : ln.residual_bf16;
-        const uint32_t pair = *reinterpret_cast<const uint32_t *>(src + (int64_t)gr * N + c);
-        r0 = kern::to_f32<D>((uint16_t)(pair & 0xffffu));
-        r1 = kern::to_f32<D>((uint16_t)(pair >> 16));
-        if (ln.residual_x) {
-            r0 = __fmaf_rn((r0 - st.x) * st.y, ln.gamma[c], ln.beta[c]);
-            r1 = __fmaf_rn((r1 - st.x) * st.y, ln.gamma[c + 1], ln.beta[c + 1]);
-        }
+    float r0 = kern::to_f32<D>((uint16_t)(r & 0xffffu)), r1 = kern::to_f32<D>((uint16_t)(r >> 16));
+    if (folded) {
+        r0 = __fmaf_rn((r0 - st.x) * st.y, s.col[1][cl], s.col[2][cl]);
+        r1 = __fmaf_rn((r1 - st.x) * st.y, s.col[1][cl + 1], s.col[2][cl + 1]);
     }
     v0 += b0 + r0;
     v1 += b1 + r1;
+}
+
+/* The residual epilogue 4 adds (plain 16-bit of type D, or the folded stream x) */
+template <kern_dtype_t D>
+__device__ __forceinline__ const uint16_t *fold_residual(const kern_linear_ln_t &ln) {
+    return ln.residual_x ? ln.residual_x : D == KERN_DTYPE_F16 ? ln.residual_f16 : ln.residual_bf16;
 }
 
 /* (sum, squared deviations from its mean) of one 64-column block whose values are spread over G
@@ -247,38 +286,47 @@ template <int G, int kV> __device__ __forceinline__ float2 block_stats(const flo
 }
 
 /* Epilogues 4-6 on one consumer group's accumulators in the persistent path's layout (d[mi BN/2
- * + 4 g + 2 h + e] is row rbase + 64 mi + lane / 4 + 8 h, column col0 + 8 g + 2 (lane % 4) + e),
- * in place before the 16-bit store; epilogue 4 also writes the live rows' statistics (a quad of
- * lanes holds a row's 64-column block, 16 values each). */
-template <kern_dtype_t D, int MI, int BN>
+ * + 4 g + 2 h + e] is row rloc + 64 mi + lane / 4 + 8 h of the staged rows, global row0 + that,
+ * column col0 + 8 g + 2 (lane % 4) + e), in place before the 16-bit store; epilogue 4 also
+ * writes the live rows' statistics (a quad of lanes holds a row's 64-column block, 16 values
+ * each). No branch between a row's residual loads, so they are in flight together. */
+template <kern_dtype_t D, int MI, int BN, int ROWS>
 __device__ __forceinline__ void
-fold_tile(float *d, const kern_linear_ln_t &ln, const uint16_t *__restrict__ b, int epi, int32_t n,
-          int32_t K, int32_t N, int32_t rbase, int32_t col0, int lane) {
-    const int32_t n_live = live_rows(ln, n);
+fold_tile(float *d, const kern_linear_ln_t &ln, const FoldStage<BN, ROWS> &s, int epi,
+          int32_t n_live, int32_t N, int32_t row0, int rloc, int32_t col0, int lane) {
     const int q = lane % 4;
+    const bool folded = ln.residual_x != nullptr;
+    const uint16_t *res = fold_residual<D>(ln);
 #pragma unroll
     for (int mi = 0; mi < MI; mi++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const int32_t gr = rbase + mi * 64 + lane / 4 + 8 * h, live = gr < n_live ? gr : -1;
-            const float2 st = fold_row_stats(ln, epi, gr, n, n_live, K, N, q);
+            const int rl = rloc + mi * 64 + lane / 4 + 8 * h;
+            const int32_t gr = row0 + rl;
+            const bool live = gr < n_live;
+            const float2 st = s.row[rl];
             float *row = d + mi * (BN / 2) + 2 * h;
 #pragma unroll
-            for (int g = 0; g < BN / 8; g++)
-                if (col0 + g * 8 < N) /* out % 8 == 0: the quad agrees */
-                    fold_pair<D>(row[4 * g], row[4 * g + 1], ln, b, epi, live, col0 + g * 8 + 2 * q,
-                                 N, st);
-            if (epi != 4)
-                continue;
+            for (int j = 0; j < BN / 64; j++) { /* 64-column blocks: 8 residual pairs in flight */
+                uint32_t r[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+                if (epi == 4 && live)
 #pragma unroll
-            for (int j = 0; j < BN / 64; j++) {
+                    for (int g = 0; g < 8; g++)
+                        r[g] = *reinterpret_cast<const uint32_t *>(
+                            res + (int64_t)gr * N + min(col0 + 64 * j + g * 8 + 2 * q, N - 2));
+#pragma unroll
+                for (int g = 8 * j; g < 8 * j + 8; g++)
+                    fold_pair<D>(row[4 * g], row[4 * g + 1], s, epi, folded, g * 8 + 2 * q, st,
+                                 r[g - 8 * j]);
+                if (epi != 4)
+                    continue;
                 float v[16];
 #pragma unroll
                 for (int g = 0; g < 8; g++)
                     v[2 * g] = row[4 * (8 * j + g)], v[2 * g + 1] = row[4 * (8 * j + g) + 1];
                 const float2 bs = block_stats<4, 16>(v);
                 const int32_t cb = col0 + 64 * j;
-                if (q == 0 && live >= 0 && cb < N)
+                if (q == 0 && live && cb < N)
                     *reinterpret_cast<float2 *>(
                         ln.out_stats +
                         ((int64_t)gr * (N / KERN_STATS_COLS) + cb / KERN_STATS_COLS) * 2) = bs;
@@ -293,22 +341,19 @@ __device__ __forceinline__ void prefetch_l1(const void *p, const void *end) {
         asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(a)));
 }
 
-/* The folded epilogues' inputs for rows [r0, r1) (the live ones) and columns [c0, c0 + BN),
+/* The folded epilogues' row inputs for rows [r0, r1) (the live ones) and columns [c0, c0 + BN),
  * pulled into L1 while the main loop runs: the rows' statistics, and for epilogue 4 the
- * residual. Read only in the epilogue otherwise, they would add an L2 round trip (~0.7 us) to
- * the critical path of the small GEMMs of a batch-1 pass. Prefetches are hints: nothing waits for
- * them, and they only cover bytes the epilogue reads. Threads t = 0 .. nt - 1 of the group. */
+ * residual. Read only after the main loop otherwise, they would add an L2 round trip (~0.7 us)
+ * to the critical path of the small GEMMs of a batch-1 pass. Prefetches are hints: nothing waits
+ * for them, and they only cover bytes the epilogue reads. Threads t = 0 .. nt - 1 of the group. */
 template <kern_dtype_t D, int BN>
 __device__ __forceinline__ void fold_prefetch(const kern_linear_ln_t &ln, int epi, int32_t r0,
-                                              int32_t r1, int32_t c0, int32_t n, int32_t K,
+                                              int32_t r1, int32_t c0, int32_t n_live, int32_t K,
                                               int32_t N, int t, int nt) {
-    const int32_t live = min(r1, live_rows(ln, n));
+    const int32_t live = min(r1, n_live);
     const float *stats = epi == 4 ? ln.residual_stats : ln.in_stats; /* NULL: a plain residual */
     const int32_t nb = (epi == 4 ? N : K) / KERN_STATS_COLS, cols = min(BN, N - c0);
-    const uint16_t *res = epi != 4              ? nullptr
-                          : ln.residual_x       ? ln.residual_x
-                          : D == KERN_DTYPE_F16 ? ln.residual_f16
-                                                : ln.residual_bf16;
+    const uint16_t *res = epi == 4 ? fold_residual<D>(ln) : nullptr;
     for (int32_t r = r0 + t; r < live; r += nt) {
         if (stats)
             prefetch_l1(stats + (int64_t)r * nb * 2, stats + (int64_t)(r + 1) * nb * 2);
@@ -375,6 +420,12 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
     const int32_t my_nk = kt1 - kt0;
     /* LayerNorm: bias, gamma, beta of the tile's columns (staged with the residual, below) */
     __shared__ float ln_par[LN ? 3 : 1][LN ? BN : 1];
+    /* Folded: each consumer group's staged epilogue operands (one tile per CTA: the rank's rows,
+     * staged by every consumer thread), the columns loaded before the main loop (fold_cols) */
+    constexpr int kFoldRows = C::kOneTile ? BM / SPLIT : 64 * MI,
+                  kFoldNT = C::kOneTile ? C::kThreads - 128 : 128;
+    __shared__ FoldStage<FOLD ? BN : 1, FOLD ? kFoldRows : 1> fold_s[FOLD && !C::kOneTile ? NC : 1];
+    [[maybe_unused]] FoldCols<D, BN, kFoldNT> fold_cols;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -461,6 +512,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
             asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         kern::pdl_wait();
         kern::pdl_trigger();
+        [[maybe_unused]] const int32_t n_live = FOLD ? live_rows(ln, n) : n;
         /* this group's 64-row blocks of the stage */
         const uint32_t a_off = PP ? 0u : (uint32_t)(wg - 1) * MI * 64 * 128;
         const int warp = t128 / 32, lane = t128 % 32;
@@ -479,8 +531,8 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 const int32_t r0 = row0 + (SPLIT > 1 ? rank * (BM / SPLIT)
                                            : PP      ? 0
                                                      : (wg - 1) * MI * 64);
-                fold_prefetch<D, BN>(ln, epi, r0, r0 + (SPLIT > 1 ? BM / SPLIT : 64 * MI), col0, n,
-                                     K, N, t128, 128);
+                fold_prefetch<D, BN>(ln, epi, r0, r0 + kFoldRows, col0, n_live, K, N, t128, 128);
+                fold_cols.load(ln, b, epi, col0, N, C::kOneTile ? (int)threadIdx.x - 128 : t128);
             }
             if constexpr (PP)
                 if (j > 0)
@@ -534,11 +586,15 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                  * the stores (asm volatile) fenced the loads and every pair waited on its own:
                  * the epilogue, latency-bound at one warp per scheduler, outlasted the other
                  * group's main loop (ncu, BERT-base FFN-up: 37% issue slots, tensor pipe 48%). */
-                if constexpr (FOLD)
-                    fold_tile<D, MI, BN>(d, ln, b, epi, n, K, N,
-                                         row0 + (PP ? 0 : (wg - 1) * MI * 64) + warp * 16, col0,
-                                         lane);
-                else if (epi >= 1)
+                if constexpr (FOLD) {
+                    /* the group's previous epilogue read its stage before the wg_bar below */
+                    const int32_t grow0 = row0 + (PP ? 0 : (wg - 1) * MI * 64);
+                    fold_cols.store(fold_s[wg - 1], t128);
+                    fold_rows(fold_s[wg - 1], ln, epi, grow0, n_live, K, N, t128, 128);
+                    wg_bar(wg);
+                    fold_tile<D, MI, BN>(d, ln, fold_s[wg - 1], epi, n_live, N, grow0, warp * 16,
+                                         col0, lane);
+                } else if (epi >= 1)
 #pragma unroll
                     for (int g = 0; g < BN / 8; g++) {
                         const int32_t c = col0 + g * 8 + 2 * (lane % 4);
@@ -608,6 +664,14 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
         int32_t row0, col0;
         tile_origin<BM, BN>((int32_t)blockIdx.x, n_col_tiles, row0, col0);
         const int warp = t128 / 32, lane = t128 % 32;
+        constexpr int kRows = BM / SPLIT, kChunks = BN / 8;
+        const int ct = (int)threadIdx.x - 128; /* consumer thread index */
+        [[maybe_unused]] const int32_t n_live = FOLD || LN ? live_rows(ln, n) : n;
+        if constexpr (FOLD)
+            if (ct >= 0) { /* read after the cluster barrier below */
+                fold_cols.store(fold_s[0], ct);
+                fold_rows(fold_s[0], ln, epi, row0 + rank * kRows, n_live, K, N, ct, kFoldNT);
+            }
         __syncthreads();
         float *Cs = reinterpret_cast<float *>(ring_ptr); /* [BM][kCS] */
         if (wg > 0)
@@ -624,11 +688,9 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                     }
         cg::cluster_group cluster = cg::this_cluster();
         const int cn = LN ? (int)cluster.dim_blocks().x : 1, cx = LN ? (int)blockIdx.x % cn : 0;
-        constexpr int kRows = BM / SPLIT, kChunks = BN / 8;
         static_assert(!FOLD || ((kRows * kChunks) % (C::kThreads - 128) == 0 && BN % 64 == 0),
                       "folded split epilogue: every lane takes the same number of rows, 8 lanes "
                       "to a 64-column block");
-        const int ct = (int)threadIdx.x - 128; /* consumer thread index */
         if constexpr (SPLIT > 1) {
             cluster.sync(); /* every rank's partial tile is visible cluster-wide */
             if (ct >= 0) {
@@ -654,15 +716,21 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                         *reinterpret_cast<float4 *>(dst + 4) = make_float4(v[4], v[5], v[6], v[7]);
                     } else if constexpr (FOLD) {
                         /* 8 lanes (aligned) hold a row's 64-column block, 8 values each */
-                        const int32_t n_live = live_rows(ln, n), live = gr < n_live ? gr : -1;
-                        const float2 st = fold_row_stats(ln, epi, gr, n, n_live, K, N, lane % 4);
-                        if (in)
+                        const bool live = gr < n_live;
+                        uint32_t rp[4] = {0u, 0u, 0u, 0u};
+                        if (epi == 4 && live && gc < N)
 #pragma unroll
-                            for (int e = 0; e < 8; e += 2)
-                                fold_pair<D>(v[e], v[e + 1], ln, b, epi, live, gc + e, N, st);
+                            for (int e = 0; e < 4; e++)
+                                rp[e] = *reinterpret_cast<const uint32_t *>(
+                                    fold_residual<D>(ln) + (int64_t)gr * N + gc + 2 * e);
+                        const float2 st = fold_s[0].row[r - rank * kRows];
+#pragma unroll
+                        for (int e = 0; e < 8; e += 2)
+                            fold_pair<D>(v[e], v[e + 1], fold_s[0], epi, ln.residual_x != nullptr,
+                                         c + e, st, rp[e / 2]);
                         if (epi == 4) {
                             const float2 bs = block_stats<8, 8>(v);
-                            if (lane % 8 == 0 && live >= 0 && gc < N)
+                            if (lane % 8 == 0 && live && gc < N)
                                 *reinterpret_cast<float2 *>(
                                     ln.out_stats +
                                     ((int64_t)gr * (N / KERN_STATS_COLS) + gc / KERN_STATS_COLS) *
@@ -696,7 +764,6 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
              * cost a second barrier and the remote loads' latency) */
             __shared__ float2 stats[kMaxCN][kRows];
             static_assert(kRows % 4 == 0, "whole row quads");
-            const int32_t n_live = live_rows(ln, n);
             const int wi = (int)threadIdx.x / 32, g = lane % 8;
             const unsigned char *resid = ring_ptr + C::kResidOff; /* dense [kRows][BN] */
             const bool r32 = ln.residual != nullptr, rf16 = ln.residual_f16 != nullptr;
@@ -1013,12 +1080,13 @@ bool s_fold_ok(int epi, kern_dtype_t dtype, const kern_linear_ln_t *ln, int32_t 
     const int32_t cols = epi == 4 ? out : in;
     if (!ln || !(ln->eps >= 0.f) || cols % KERN_STATS_COLS || cols > KERN_STATS_MAX_COLS)
         return false;
-    if (epi >= 5)
-        return ln->in_stats && ln->c;
+    if (epi >= 5) /* the statistics are read as float2 (kern::row_stats_one) */
+        return ln->in_stats && ((uintptr_t)ln->in_stats & 7u) == 0 && ln->c;
     const uint16_t *plain = dtype == KERN_DTYPE_F16 ? ln->residual_f16 : ln->residual_bf16;
     const uint16_t *other = dtype == KERN_DTYPE_F16 ? ln->residual_bf16 : ln->residual_f16;
     return ln->out_stats && !ln->residual && !other && !!plain + !!ln->residual_x == 1 &&
-           (!ln->residual_x || (ln->residual_stats && ln->gamma && ln->beta)) &&
+           (!ln->residual_x || (ln->residual_stats && ((uintptr_t)ln->residual_stats & 7u) == 0 &&
+                                ln->gamma && ln->beta)) &&
            ((uintptr_t)(plain ? plain : ln->residual_x) & 3u) == 0 &&
            ((uintptr_t)ln->out_stats & 7u) == 0;
 }

@@ -105,13 +105,6 @@ __device__ __forceinline__ void stage_stats(float2 *st, const float *__restrict_
         const int32_t t = t0 + (int32_t)threadIdx.x;
         if (t < t1) {
             const float *p = stats + (int64_t)t * (H / KERN_STATS_COLS) * 2;
-            /* the row's partials (H / 8 bytes) requested into L1 at once: row_stats_one reads
-             * them in 4 passes (blocks q, q + 4, ...), each waiting for its own loads */
-            const char *end = reinterpret_cast<const char *>(p + H / 32);
-#pragma unroll 1
-            for (const char *a = reinterpret_cast<const char *>((uintptr_t)p & ~(uintptr_t)127);
-                 a < end; a += 128)
-                asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(a)));
             st[threadIdx.x] = kern::row_stats_one(p, H, eps);
         }
         __syncthreads();
@@ -292,6 +285,9 @@ extern "C" int kern_pool_folded_cuda(float *out, const uint16_t *x, kern_dtype_t
     if (!kern::aligned16(x)) /* 16-byte loads of 8 values */
         return com_error_set(err, COM_EINVAL, "pool_folded_cuda: x %p not 16-byte aligned",
                              (const void *)x);
+    if ((uintptr_t)part & 7u) /* a block's partials are read as a float2 */
+        return com_error_set(err, COM_EINVAL, "pool_folded_cuda: part %p not 8-byte aligned",
+                             (const void *)part);
     return dtype == KERN_DTYPE_F16
                ? s_launch<RowsFolded<KERN_DTYPE_F16>>(out, x, part, gamma, beta, eps, cu_seqlens,
                                                       n_seqs, out_dim, normalize, max_seqs, hidden,

@@ -53,9 +53,9 @@ int kern_pool_cuda(float *out,                /* [max_seqs * hidden] capacity, d
  * beta[j], with x 16-bit of type dtype and part its row statistics. gamma / beta are weights
  * (never written by a kernel: may be read before the PDL wait). Each row's statistics are
  * finished once per block by kern::row_stats_one (the bits of every other consumer). 64 <=
- * hidden <= 8192 (COM_EUNSUPPORTED above), hidden % 64 == 0, x 16-byte aligned. Returns 0,
- * COM_EINVAL, COM_EUNSUPPORTED or COM_EINTERNAL. Reference: kern_row_stats_normalize_ref, then
- * kern_pool_ref. */
+ * hidden <= 8192 (COM_EUNSUPPORTED above), hidden % 64 == 0, x 16-byte and part 8-byte aligned.
+ * Returns 0, COM_EINVAL, COM_EUNSUPPORTED or COM_EINTERNAL. Reference:
+ * kern_row_stats_normalize_ref, then kern_pool_ref. */
 int kern_pool_folded_cuda(float *out,                /* [max_seqs * hidden] capacity, device fp32 */
                           const uint16_t *x,         /* [n_tokens, hidden], device dtype */
                           kern_dtype_t dtype,        /* of x */

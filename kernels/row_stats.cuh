@@ -1,9 +1,8 @@
 /* kernels/row_stats.cuh — device side of kernels/row_stats.h: a row's mean and 1 / sqrt(var +
- * eps) from its folded-LayerNorm partials, in the header's fixed order, so that every kernel
- * that normalises a row on the fly (GEMM epilogues, pooling) gets the same bits as the others
- * and as kern_row_stats_finish_ref (fused multiply-adds written out, IEEE division and square
- * root). Either by the 4 lanes of a quad (q = lane % 4 takes blocks q, q + 4, ...; the whole
- * warp calls it, each quad for its own row) or by one thread. */
+ * eps) from its folded-LayerNorm partials, by one thread, in the header's fixed order, so that
+ * every kernel that normalises a row on the fly (GEMM epilogues, pooling) gets the same bits as
+ * the others and as kern_row_stats_finish_ref (fused multiply-adds written out, IEEE division
+ * and square root). */
 #ifndef EMBER_KERNELS_ROW_STATS_CUH
 #define EMBER_KERNELS_ROW_STATS_CUH
 
@@ -11,54 +10,60 @@
 
 namespace kern {
 
-/* G_q of the blocks' sums, then of their deviation terms (row_stats.h) */
-__device__ __forceinline__ float stats_sum_part(const float *__restrict__ part, int nb, int q) {
-    float g = 0.f;
-    for (int k = q; k < nb; k += 4)
-        g = __fadd_rn(g, part[2 * k]);
-    return g;
-}
-__device__ __forceinline__ float stats_m2_part(const float *__restrict__ part, int nb, int q,
-                                               float mu) {
-    float g = 0.f;
-    for (int k = q; k < nb; k += 4) {
-        const float d = __fmaf_rn(part[2 * k], 1.0f / KERN_STATS_COLS, -mu);
-        g = __fadd_rn(g, __fmaf_rn((float)KERN_STATS_COLS * d, d, part[2 * k + 1]));
-    }
-    return g;
-}
-/* (G_0 + G_1) + (G_2 + G_3) over a quad: identical on its 4 lanes (addition commutes) */
-__device__ __forceinline__ float stats_quad_total(float g) {
-    g = __fadd_rn(g, __shfl_xor_sync(0xffffffffu, g, 1));
-    return __fadd_rn(g, __shfl_xor_sync(0xffffffffu, g, 2));
-}
+/* Rows of up to this many 64-column blocks (1024 columns) have their partials loaded at once, in
+ * registers; wider ones are read in a loop. With the loop, each of the 4 block chains' first
+ * loads waited on its own (a runtime trip count), 24 dependent loads per row at hidden 768: the
+ * folded GEMM epilogues spent longer on the statistics than on the product. */
+constexpr int kStatsRegBlocks = 16;
 
-/* (mean, rstd) of the row whose partials start at part (cols / 64 blocks), by a quad; every lane
- * of the warp must call it (with its own quad's row). */
-__device__ __forceinline__ float2 row_stats_quad(const float *__restrict__ part, int cols,
-                                                 float eps, int q) {
-    const int nb = cols / KERN_STATS_COLS;
-    const float mu = __fdiv_rn(stats_quad_total(stats_sum_part(part, nb, q)), (float)cols);
-    const float var = __fdiv_rn(stats_quad_total(stats_m2_part(part, nb, q, mu)), (float)cols);
+/* (G_0 + G_1) + (G_2 + G_3) (row_stats.h) */
+__device__ __forceinline__ float stats_total(const float (&g)[4]) {
+    return __fadd_rn(__fadd_rn(g[0], g[1]), __fadd_rn(g[2], g[3]));
+}
+/* block k's term of the squared deviations: M2_k + 64 (sum_k / 64 - mu)^2 */
+__device__ __forceinline__ float stats_m2_term(float2 p, float mu) {
+    const float d = __fmaf_rn(p.x, 1.0f / KERN_STATS_COLS, -mu);
+    return __fmaf_rn((float)KERN_STATS_COLS * d, d, p.y);
+}
+__device__ __forceinline__ float2 stats_finish(float m2_total, float mu, int cols, float eps) {
+    const float var = __fdiv_rn(m2_total, (float)cols);
     return make_float2(mu, __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, eps))));
 }
 
-/* The same by one thread. */
+/* (mean, rstd) of the row whose partials start at part (cols / 64 blocks, 8-byte aligned) */
 __device__ __forceinline__ float2 row_stats_one(const float *__restrict__ part, int cols,
                                                 float eps) {
     const int nb = cols / KERN_STATS_COLS;
-    float g[4];
+    const float2 *p2 = reinterpret_cast<const float2 *>(part);
+    float g[4] = {0.f, 0.f, 0.f, 0.f};
+    if (nb <= kStatsRegBlocks) {
+        float2 v[kStatsRegBlocks];
+#pragma unroll
+        for (int k = 0; k < kStatsRegBlocks; k++)
+            v[k] = k < nb ? p2[k] : make_float2(0.f, 0.f);
+#pragma unroll
+        for (int k = 0; k < kStatsRegBlocks; k++)
+            if (k < nb)
+                g[k % 4] = __fadd_rn(g[k % 4], v[k].x);
+        const float mu = __fdiv_rn(stats_total(g), (float)cols);
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            g[q] = 0.f;
+#pragma unroll
+        for (int k = 0; k < kStatsRegBlocks; k++)
+            if (k < nb)
+                g[k % 4] = __fadd_rn(g[k % 4], stats_m2_term(v[k], mu));
+        return stats_finish(stats_total(g), mu, cols, eps);
+    }
+    for (int k = 0; k < nb; k++)
+        g[k % 4] = __fadd_rn(g[k % 4], p2[k].x);
+    const float mu = __fdiv_rn(stats_total(g), (float)cols);
 #pragma unroll
     for (int q = 0; q < 4; q++)
-        g[q] = stats_sum_part(part, nb, q);
-    const float mu =
-        __fdiv_rn(__fadd_rn(__fadd_rn(g[0], g[1]), __fadd_rn(g[2], g[3])), (float)cols);
-#pragma unroll
-    for (int q = 0; q < 4; q++)
-        g[q] = stats_m2_part(part, nb, q, mu);
-    const float var =
-        __fdiv_rn(__fadd_rn(__fadd_rn(g[0], g[1]), __fadd_rn(g[2], g[3])), (float)cols);
-    return make_float2(mu, __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, eps))));
+        g[q] = 0.f;
+    for (int k = 0; k < nb; k++)
+        g[k % 4] = __fadd_rn(g[k % 4], stats_m2_term(p2[k], mu));
+    return stats_finish(stats_total(g), mu, cols, eps);
 }
 
 } // namespace kern

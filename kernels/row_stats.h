@@ -9,12 +9,11 @@
  * GEMM's epilogue, the next sublayer end's residual, the pooling — finishes the row's mean and
  * 1 / sqrt(var + eps) from its partials in one fixed order (below), so every CUDA consumer
  * (kernels/row_stats.cuh) gets the same bits: with G_g the sum over blocks k = g, g + 4, g + 8, ...
- * (in that order, from 0) of a per-block term, the row's total is (G_0 + G_1) + (G_2 + G_3) (what a
- * quad of lanes reduces with xor shuffles). The mean is that total of the blocks' sums over cols;
- * the squared deviations are that total of M2_k + 64 (sum_k / 64 - mean)^2 (the law of total
- * variance: exact, no cancellation, whatever the mean); var = M2 / cols (biased, as torch);
- * rstd = 1 / sqrtf(var + eps). Reference/CPU versions. 64 <= cols <= KERN_STATS_MAX_COLS,
- * cols % 64 == 0. */
+ * (in that order, from 0) of a per-block term, the row's total is (G_0 + G_1) + (G_2 + G_3). The
+ * mean is that total of the blocks' sums over cols; the squared deviations are that total of M2_k +
+ * 64 (sum_k / 64 - mean)^2 (the law of total variance: exact, no cancellation, whatever the mean);
+ * var = M2 / cols (biased, as torch); rstd = 1 / sqrtf(var + eps). Reference/CPU versions. 64 <=
+ * cols <= KERN_STATS_MAX_COLS, cols % 64 == 0. */
 #ifndef EMBER_KERNELS_ROW_STATS_H
 #define EMBER_KERNELS_ROW_STATS_H
 

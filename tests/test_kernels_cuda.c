@@ -676,7 +676,7 @@ static void test_linear_fold_dt(kern_dtype_t dt) {
         kern_row_stats_ref(in_part, x, n, in);
         kern_row_stats_ref(res_part, res, n, out);
         /* references: [0] epilogue 4 plain residual, [1] 4 folded residual, [2] 5, [3] 6 */
-        float *ref[4], *ref_part[2], *t = malloc(no * sizeof *t), *xn = malloc(nx * sizeof *xn);
+        float *ref[4], *ref_part[2], *t = malloc(no * sizeof *t), *xn = malloc(no * sizeof *xn);
         kern_linear_ref(t, x, w, bias, n, in, out);
         kern_row_stats_normalize_ref(xn, res, res_part, g, be, n, out, eps);
         for (int k = 0; k < 2; k++) {
