@@ -55,14 +55,21 @@ __device__ __forceinline__ float2 row_stats_one(const float *__restrict__ part, 
                 g[k % 4] = __fadd_rn(g[k % 4], stats_m2_term(v[k], mu));
         return stats_finish(stats_total(g), mu, cols, eps);
     }
-    for (int k = 0; k < nb; k++)
-        g[k % 4] = __fadd_rn(g[k % 4], p2[k].x);
+    /* 4 blocks a step, so that g stays in registers (g[k % 4] with k unknown would not) */
+    for (int k = 0; k < nb; k += 4)
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            if (k + q < nb)
+                g[q] = __fadd_rn(g[q], p2[k + q].x);
     const float mu = __fdiv_rn(stats_total(g), (float)cols);
 #pragma unroll
     for (int q = 0; q < 4; q++)
         g[q] = 0.f;
-    for (int k = 0; k < nb; k++)
-        g[k % 4] = __fadd_rn(g[k % 4], stats_m2_term(p2[k], mu));
+    for (int k = 0; k < nb; k += 4)
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            if (k + q < nb)
+                g[q] = __fadd_rn(g[q], stats_m2_term(p2[k + q], mu));
     return stats_finish(stats_total(g), mu, cols, eps);
 }
 
