@@ -341,16 +341,18 @@ __device__ __forceinline__ void prefetch_l1(const void *p, const void *end) {
         asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(a)));
 }
 
-/* The folded epilogues' row inputs for rows [r0, r1) (the live ones) and columns [c0, c0 + BN),
- * pulled into L1 while the main loop runs: the rows' statistics, and for epilogue 4 the
- * residual. Read only after the main loop otherwise, they would add an L2 round trip (~0.7 us)
- * to the critical path of the small GEMMs of a batch-1 pass. Prefetches are hints: nothing waits
- * for them, and they only cover bytes the epilogue reads. Threads t = 0 .. nt - 1 of the group. */
+/* The folded epilogues' row inputs for rows [r0, min(r1, n)) and columns [c0, c0 + BN), pulled
+ * into L1 while the main loop runs: the rows' statistics, and for epilogue 4 the residual. Read
+ * only after the main loop otherwise, they would add an L2 round trip (~0.7 us) to the critical
+ * path of the small GEMMs of a batch-1 pass. Bounded by n, not by the live rows: reading n_rows
+ * first would hold the main loop back by a round trip too; the dead rows' lines (inside the
+ * bucket's buffers) cost only bandwidth. Prefetches are hints: nothing waits for them. Threads
+ * t = 0 .. nt - 1 of the group. */
 template <kern_dtype_t D, int BN>
 __device__ __forceinline__ void fold_prefetch(const kern_linear_ln_t &ln, int epi, int32_t r0,
-                                              int32_t r1, int32_t c0, int32_t n_live, int32_t K,
+                                              int32_t r1, int32_t c0, int32_t n, int32_t K,
                                               int32_t N, int t, int nt) {
-    const int32_t live = min(r1, n_live);
+    const int32_t live = min(r1, n);
     const float *stats = epi == 4 ? ln.residual_stats : ln.in_stats; /* NULL: a plain residual */
     const int32_t nb = (epi == 4 ? N : K) / KERN_STATS_COLS, cols = min(BN, N - c0);
     const uint16_t *res = epi == 4 ? fold_residual<D>(ln) : nullptr;
@@ -531,7 +533,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 const int32_t r0 = row0 + (SPLIT > 1 ? rank * (BM / SPLIT)
                                            : PP      ? 0
                                                      : (wg - 1) * MI * 64);
-                fold_prefetch<D, BN>(ln, epi, r0, r0 + kFoldRows, col0, n_live, K, N, t128, 128);
+                fold_prefetch<D, BN>(ln, epi, r0, r0 + kFoldRows, col0, n, K, N, t128, 128);
                 fold_cols.load(ln, b, epi, col0, N, C::kOneTile ? (int)threadIdx.x - 128 : t128);
             }
             if constexpr (PP)
