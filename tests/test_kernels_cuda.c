@@ -271,10 +271,12 @@ static void test_linear_dt(kern_dtype_t dt) {
     void *ws = s_dev(ws_bytes);
     int n_plans = 0;
     /* the configurations that fold the LayerNorm: they plan a folded epilogue at a shape of
-     * whole 64-column blocks (and nothing else; test_linear_fold) */
+     * whole 64-column blocks (and nothing else; test_linear_fold). K = 1536: 24 K tiles, enough
+     * for every split (at K = 384 the 4-way split-K one was missed, and then counted as a
+     * configuration that must run the plain epilogues) */
     for (int32_t c = 0; c < n_own; c++) {
         kern_linear_plan_t *q = NULL;
-        g_own_folds[c] = kern_linear_plan_new(lt, 64, 384, 384, KERN_LINEAR_BIAS_ADD_STATS,
+        g_own_folds[c] = kern_linear_plan_new(lt, 64, 1536, 384, KERN_LINEAR_BIAS_ADD_STATS,
                                               ws_bytes, KERN_LINEAR_OWN(c), dt, &q, NULL) == 0;
         kern_linear_plan_destroy(&q);
     }
