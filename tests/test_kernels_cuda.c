@@ -791,6 +791,20 @@ static void test_linear_fold_dt(kern_dtype_t dt) {
                     const kern_linear_ln_t none = {.eps = eps, .out_stats = dout_part};
                     CHECK(kern_linear_cuda(lt, p, dy, dx, dw, dbias, &none, ws, ws_bytes, g_st,
                                            &err) == COM_EINVAL);
+                    /* statistics are read as float2: 4-byte-aligned ones are refused */
+                    const kern_linear_ln_t odd = {.eps = eps,
+                                                  .residual_x = dres,
+                                                  .residual_stats = dres_part + 1,
+                                                  .gamma = dg,
+                                                  .beta = dbe,
+                                                  .out_stats = dout_part};
+                    CHECK(kern_linear_cuda(lt, p, dy, dx, dw, dbias, &odd, ws, ws_bytes, g_st,
+                                           &err) == COM_EINVAL);
+                }
+                if (epi == 5 && si == 0 && !tuned) {
+                    const kern_linear_ln_t odd = {.eps = eps, .in_stats = din_part + 1, .c = dc};
+                    CHECK(kern_linear_cuda(lt, p, dy, dx, dw, dbias, &odd, ws, ws_bytes, g_st,
+                                           &err) == COM_EINVAL);
                 }
                 kern_linear_plan_destroy(&p);
             }
@@ -1273,6 +1287,8 @@ static void test_pool_folded_dt(kern_dtype_t dt) {
             CHECK(kern_pool_folded_cuda(dout, dx, dt, NULL, dg, db, eps, dcu, dns, dns, dns, ns, H,
                                         KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
             CHECK(kern_pool_folded_cuda(dout, dx + 4, dt, dpart, dg, db, eps, dcu, dns, dns, dns,
+                                        ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart + 1, dg, db, eps, dcu, dns, dns, dns,
                                         ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
             CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dns, dns, ns,
                                         8256, KERN_POOL_MEAN, g_st, &err) == COM_EUNSUPPORTED);
