@@ -176,49 +176,42 @@ __device__ __forceinline__ int32_t live_rows(const kern_linear_ln_t &ln, int32_t
 }
 
 /* ---- the folded LayerNorm's epilogues (4-6; kern_linear_ln_t, kernels/row_stats.h) ---- */
-/* Their operands are staged in shared memory per tile (FoldStage): the columns' bias, c or
- * gamma / beta, loaded into registers before the main loop and stored after it, and the rows'
- * (mean, rstd), finished after the main loop from partials prefetched into L1 before it. Read
- * from global memory inside the epilogue, one 8-column group at a time behind a bounds branch,
- * every group waited for its own loads: the epilogue outlasted the GEMM (ncu, MiniLM 1024
- * tokens: a 64x64 tile 12.2 us folded against 5.2 plain). */
+/* Their operands are staged in shared memory per tile (FoldStage) by the producer group's idle
+ * warps 1-3 while the consumers' main loop runs: the columns' bias, c or gamma / beta, and the
+ * rows' (mean, rstd) finished from their partials. The consumers' epilogue then reads shared
+ * memory only (and, for epilogue 4, the residual, pulled into L1 by the same warps). Staged by
+ * the consumers themselves after their main loop, the statistics' loads and arithmetic sat on
+ * every tile's critical path: the folded GEMMs took up to twice their plain twins' time
+ * (bench_kernels_cuda, MiniLM QKV at 16384 tokens 58.1 against 29.9 us; session 16). */
 
 /* The columns of one staged tile: [0] bias, [1] c (epi 5, 6) or gamma (epi 4, folded residual),
- * [2] beta (epi 4, folded residual); rows: (mean, rstd), (0, 0) where none is needed. */
+ * [2] beta (epi 4, folded residual); rows: (mean, rstd), (0, 0) where none is needed. The float2
+ * member aligns the columns for pairwise 8-byte reads (BN is even). */
 template <int BN, int ROWS> struct FoldStage {
     float col[3][BN];
     float2 row[ROWS];
 };
 
-/* Thread t of nt's share of the columns [col0, col0 + BN), read into registers (columns past N
- * read column N - 1: their outputs are clipped by the store, their values only must be finite) */
-template <kern_dtype_t D, int BN, int NT> struct FoldCols {
-    static constexpr int kPer = (BN + NT - 1) / NT;
-    float v[kPer][3];
-    __device__ __forceinline__ void load(const kern_linear_ln_t &ln, const uint16_t *__restrict__ b,
-                                         int epi, int32_t col0, int32_t N, int t) {
-#pragma unroll
-        for (int i = 0; i < kPer; i++) {
-            const int32_t gc = min(col0 + t + i * NT, N - 1);
-            v[i][0] = kern::to_f32<D>(b[gc]);
-            v[i][1] = epi >= 5 ? ln.c[gc] : ln.residual_x ? ln.gamma[gc] : 0.f;
-            v[i][2] = epi == 4 && ln.residual_x ? ln.beta[gc] : 0.f;
-        }
+/* Threads t = 0 .. nt - 1 stage the columns [col0, col0 + BN) (columns past N read column N - 1:
+ * their outputs are clipped by the store, their values only must be finite). Weights only. */
+template <kern_dtype_t D, int BN, int ROWS>
+__device__ __forceinline__ void fold_cols(FoldStage<BN, ROWS> &s, const kern_linear_ln_t &ln,
+                                          const uint16_t *__restrict__ b, int epi, int32_t col0,
+                                          int32_t N, int t, int nt) {
+    for (int c = t; c < BN; c += nt) {
+        const int32_t gc = min(col0 + c, N - 1);
+        s.col[0][c] = kern::to_f32<D>(b[gc]);
+        s.col[1][c] = epi >= 5 ? ln.c[gc] : ln.residual_x ? ln.gamma[gc] : 0.f;
+        s.col[2][c] = epi == 4 && ln.residual_x ? ln.beta[gc] : 0.f;
     }
-    template <int ROWS> __device__ __forceinline__ void store(FoldStage<BN, ROWS> &s, int t) const {
-#pragma unroll
-        for (int i = 0; i < kPer; i++)
-            if (t + i * NT < BN)
-#pragma unroll
-                for (int k = 0; k < 3; k++)
-                    s.col[k][t + i * NT] = v[i][k];
-    }
-};
+}
 
 /* (mean, rstd) of rows [r0, r0 + ROWS) into s.row by threads t = 0 .. nt - 1: x's statistics
  * (epi 5, 6: in_stats over K columns) or the folded residual's (epi 4: residual_stats over N);
- * (0, 0) for a plain residual and for rows past the live ones (nothing read for them). */
-template <int BN, int ROWS>
+ * (0, 0) for a plain residual and for rows past the live ones (nothing read for them). REGS:
+ * a row's partials loaded at once (kern::row_stats_one), else in a loop (the same bits; for
+ * warps whose registers were given to the consumers). */
+template <bool REGS, int BN, int ROWS>
 __device__ __forceinline__ void fold_rows(FoldStage<BN, ROWS> &s, const kern_linear_ln_t &ln,
                                           int epi, int32_t r0, int32_t n_live, int32_t K, int32_t N,
                                           int t, int nt) {
@@ -229,8 +222,8 @@ __device__ __forceinline__ void fold_rows(FoldStage<BN, ROWS> &s, const kern_lin
         const int32_t gr = r0 + i;
         s.row[i] = none || gr >= n_live
                        ? make_float2(0.f, 0.f)
-                       : kern::row_stats_one(part + (int64_t)gr * (cols / KERN_STATS_COLS) * 2,
-                                             cols, ln.eps);
+                       : kern::row_stats_one<REGS>(
+                             part + (int64_t)gr * (cols / KERN_STATS_COLS) * 2, cols, ln.eps);
     }
 }
 
@@ -240,21 +233,23 @@ __device__ __forceinline__ void fold_rows(FoldStage<BN, ROWS> &s, const kern_lin
 template <kern_dtype_t D, int BN, int ROWS>
 __device__ __forceinline__ void fold_pair(float &v0, float &v1, const FoldStage<BN, ROWS> &s,
                                           int epi, bool folded, int cl, float2 st, uint32_t r) {
-    const float b0 = s.col[0][cl], b1 = s.col[0][cl + 1];
+    const float2 bb = *reinterpret_cast<const float2 *>(&s.col[0][cl]),
+                 c1 = *reinterpret_cast<const float2 *>(&s.col[1][cl]);
     if (epi >= 5) {
-        v0 = __fmaf_rn(st.y, __fmaf_rn(-st.x, s.col[1][cl], v0), b0);
-        v1 = __fmaf_rn(st.y, __fmaf_rn(-st.x, s.col[1][cl + 1], v1), b1);
+        v0 = __fmaf_rn(st.y, __fmaf_rn(-st.x, c1.x, v0), bb.x);
+        v1 = __fmaf_rn(st.y, __fmaf_rn(-st.x, c1.y, v1), bb.y);
         if (epi == 6)
             v0 = kern::gelu_erf(v0), v1 = kern::gelu_erf(v1);
         return;
     }
     float r0 = kern::to_f32<D>((uint16_t)(r & 0xffffu)), r1 = kern::to_f32<D>((uint16_t)(r >> 16));
     if (folded) {
-        r0 = __fmaf_rn((r0 - st.x) * st.y, s.col[1][cl], s.col[2][cl]);
-        r1 = __fmaf_rn((r1 - st.x) * st.y, s.col[1][cl + 1], s.col[2][cl + 1]);
+        const float2 c2 = *reinterpret_cast<const float2 *>(&s.col[2][cl]);
+        r0 = __fmaf_rn((r0 - st.x) * st.y, c1.x, c2.x);
+        r1 = __fmaf_rn((r1 - st.x) * st.y, c1.y, c2.y);
     }
-    v0 += b0 + r0;
-    v1 += b1 + r1;
+    v0 += bb.x + r0;
+    v1 += bb.y + r1;
 }
 
 /* The residual epilogue 4 adds (plain 16-bit of type D, or the folded stream x) */
@@ -341,27 +336,19 @@ __device__ __forceinline__ void prefetch_l1(const void *p, const void *end) {
         asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(a)));
 }
 
-/* The folded epilogues' row inputs for rows [r0, min(r1, n)) and columns [c0, c0 + BN), pulled
- * into L1 while the main loop runs: the rows' statistics, and for epilogue 4 the residual. Read
- * only after the main loop otherwise, they would add an L2 round trip (~0.7 us) to the critical
- * path of the small GEMMs of a batch-1 pass. Bounded by n, not by the live rows: reading n_rows
- * first would hold the main loop back by a round trip too; the dead rows' lines (inside the
- * bucket's buffers) cost only bandwidth. Prefetches are hints: nothing waits for them. Threads
- * t = 0 .. nt - 1 of the group. */
+/* Epilogue 4's residual rows [r0, min(r1, n_live)) x columns [c0, c0 + BN), pulled into L1 by
+ * the staging warps while the main loop runs (the consumers read them from there right after it;
+ * prefetches are hints: nothing waits for them). Threads t = 0 .. nt - 1. */
 template <kern_dtype_t D, int BN>
 __device__ __forceinline__ void fold_prefetch(const kern_linear_ln_t &ln, int epi, int32_t r0,
-                                              int32_t r1, int32_t c0, int32_t n, int32_t K,
-                                              int32_t N, int t, int nt) {
-    const int32_t live = min(r1, n);
-    const float *stats = epi == 4 ? ln.residual_stats : ln.in_stats; /* NULL: a plain residual */
-    const int32_t nb = (epi == 4 ? N : K) / KERN_STATS_COLS, cols = min(BN, N - c0);
-    const uint16_t *res = epi == 4 ? fold_residual<D>(ln) : nullptr;
-    for (int32_t r = r0 + t; r < live; r += nt) {
-        if (stats)
-            prefetch_l1(stats + (int64_t)r * nb * 2, stats + (int64_t)(r + 1) * nb * 2);
-        if (res)
-            prefetch_l1(res + (int64_t)r * N + c0, res + (int64_t)r * N + c0 + cols);
-    }
+                                              int32_t r1, int32_t c0, int32_t n_live, int32_t N,
+                                              int t, int nt) {
+    if (epi != 4)
+        return;
+    const uint16_t *res = fold_residual<D>(ln);
+    const int32_t live = min(r1, n_live), cols = min(BN, N - c0);
+    for (int32_t r = r0 + t; r < live; r += nt)
+        prefetch_l1(res + (int64_t)r * N + c0, res + (int64_t)r * N + c0 + cols);
 }
 
 /* The residual stream ln carries (exactly one pointer is set: checked by the launcher) */
@@ -399,6 +386,86 @@ __device__ __forceinline__ void tile_origin(int32_t tile, int32_t n_col_tiles, i
     col0 = tile % n_col_tiles * BN;
 }
 
+/* The CTA's j-th tile, or -1 past its last. Plain: tiles blockIdx.x, + gridDim.x, ... (CTAs
+ * running side by side share x's row blocks in L2). CHUNK (the folding configurations): a
+ * contiguous range, so a CTA's consecutive tiles share a row block whose statistics are staged
+ * once (staged for every tile, they outlasted the main loop of a K = 384 tile). One tile per CTA
+ * (grid = tiles): blockIdx.x either way. */
+template <bool CHUNK> __device__ __forceinline__ int32_t cta_tile(int32_t j, int32_t n_tiles) {
+    if constexpr (CHUNK) {
+        const int32_t t = (int32_t)((int64_t)blockIdx.x * n_tiles / gridDim.x) + j;
+        return t < (int32_t)((int64_t)(blockIdx.x + 1) * n_tiles / gridDim.x) ? t : -1;
+    } else {
+        const int64_t t = (int64_t)blockIdx.x + (int64_t)j * gridDim.x;
+        return t < n_tiles ? (int32_t)t : -1;
+    }
+}
+
+/* The folded epilogues' operands, staged by the producer group's warps 1-3 (t = 0 .. 95). First,
+ * before the PDL wait, the columns (weights) of each group's first tile. Then (fold_stage), after
+ * the wait: one tile per CTA (ONE), the rank's rows into fold_s[0], read after the CTA barrier
+ * that follows the main loop; persistent, for each of the CTA's tiles in the consumers' order,
+ * each group's columns (once the group has read the stage's previous tile: empty[g]) and, when
+ * its row block changed, its rows into fold_s[g]; then full[g]. The stage of tile j is written
+ * while the consumers' main loop of tile j runs. */
+template <kern_dtype_t D, int NC, int MI, int BN, bool PP, bool ONE, int ROWS>
+__device__ __forceinline__ void fold_first_cols(FoldStage<BN, ROWS> *fold_s,
+                                                const kern_linear_ln_t &ln,
+                                                const uint16_t *__restrict__ b, int epi, int32_t N,
+                                                int32_t n_tiles, int32_t n_col_tiles, int t) {
+#pragma unroll
+    for (int g = 0; g < (ONE ? 1 : NC); g++) {
+        const int32_t tile = cta_tile<true>(PP ? g : 0, n_tiles);
+        if (tile >= 0)
+            fold_cols<D>(fold_s[g], ln, b, epi, tile % n_col_tiles * BN, N, t, 96);
+    }
+}
+
+template <kern_dtype_t D, int NC, int MI, int BN, int SPLIT, bool PP, bool ONE, bool REGS, int ROWS>
+__device__ __forceinline__ void
+fold_stage(FoldStage<BN, ROWS> *fold_s, uint64_t *full, uint64_t *empty, const kern_linear_ln_t &ln,
+           const uint16_t *__restrict__ b, int epi, int32_t n, int32_t K, int32_t N,
+           int32_t n_tiles, int32_t n_col_tiles, int rank, int t) {
+    constexpr int BM = 64 * MI * (PP ? 1 : NC);
+    const int32_t n_live = live_rows(ln, n);
+    if constexpr (ONE) {
+        int32_t row0, col0;
+        tile_origin<BM, BN>((int32_t)blockIdx.x, n_col_tiles, row0, col0);
+        const int32_t r0 = row0 + rank * (BM / SPLIT);
+        fold_prefetch<D, BN>(ln, epi, r0, r0 + ROWS, col0, n_live, N, t, 96);
+        fold_rows<REGS>(fold_s[0], ln, epi, r0, n_live, K, N, t, 96);
+    } else {
+        int32_t staged[NC]; /* the first row of each group's staged rows */
+#pragma unroll
+        for (int g = 0; g < NC; g++)
+            staged[g] = -1;
+        for (int32_t j = 0;; j++) {
+            const int32_t tile = cta_tile<true>(j, n_tiles);
+            if (tile < 0)
+                break;
+            int32_t row0, col0;
+            tile_origin<BM, BN>(tile, n_col_tiles, row0, col0);
+            const uint32_t u = PP ? (uint32_t)j / NC : (uint32_t)j; /* the group's u-th tile */
+#pragma unroll
+            for (int g = 0; g < NC; g++) {
+                if (PP && g != j % NC)
+                    continue;
+                const int32_t r0 = row0 + (PP ? 0 : g * MI * 64);
+                fold_prefetch<D, BN>(ln, epi, r0, r0 + ROWS, col0, n_live, N, t, 96);
+                if (u > 0) {
+                    mbar_wait(kern::smem_u32(&empty[g]), (u - 1) & 1u);
+                    fold_cols<D>(fold_s[g], ln, b, epi, col0, N, t, 96);
+                }
+                if (r0 != staged[g]) {
+                    fold_rows<REGS>(fold_s[g], ln, epi, r0, n_live, K, N, t, 96);
+                    staged[g] = r0;
+                }
+                mbar_arrive(kern::smem_u32(&full[g]));
+            }
+        }
+    }
+}
+
 template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN,
           bool FOLD>
 __device__ __forceinline__ void
@@ -422,37 +489,47 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
     const int32_t my_nk = kt1 - kt0;
     /* LayerNorm: bias, gamma, beta of the tile's columns (staged with the residual, below) */
     __shared__ float ln_par[LN ? 3 : 1][LN ? BN : 1];
-    /* Folded: each consumer group's staged epilogue operands (one tile per CTA: the rank's rows,
-     * staged by every consumer thread), the columns loaded before the main loop (fold_cols) */
-    constexpr int kFoldRows = C::kOneTile ? BM / SPLIT : 64 * MI,
-                  kFoldNT = C::kOneTile ? C::kThreads - 128 : 128;
-    __shared__ FoldStage<FOLD ? BN : 1, FOLD ? kFoldRows : 1> fold_s[FOLD && !C::kOneTile ? NC : 1];
-    [[maybe_unused]] FoldCols<D, BN, kFoldNT> fold_cols;
+    /* Folded: each consumer group's staged epilogue operands (one tile per CTA: the rank's rows),
+     * written by the producer group's warps 1-3; persistent: fold_full[g] (96 arrivals) says
+     * group g's stage holds its next tile, fold_empty[g] (1) that the group has read it */
+    constexpr int kFoldRows = C::kOneTile ? BM / SPLIT : 64 * MI;
+    __shared__ FoldStage<FOLD ? BN : 2, FOLD ? kFoldRows : 1> fold_s[FOLD && !C::kOneTile ? NC : 1];
+    __shared__ __align__(8) uint64_t fold_full[NC], fold_empty[NC];
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(kern::smem_u32(&full[s]), 1);
             mbar_init(kern::smem_u32(&empty[s]), PP ? 1 : NC); /* the groups that read it */
         }
+        if constexpr (FOLD && !C::kOneTile)
+            for (int g = 0; g < NC; g++) {
+                mbar_init(kern::smem_u32(&fold_full[g]), 96);
+                mbar_init(kern::smem_u32(&fold_empty[g]), 1);
+            }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     }
     __syncthreads();
 
-    /* Persistent: the CTA walks tiles blockIdx.x, + gridDim.x, ...; the ring's slot and phase
+    /* Persistent: the CTA walks its tiles (cta_tile); the ring's slot and phase
      * follow one K-slice counter `it` across tiles, so the producer fills the next tile's first
      * stages while the consumers store the last one. (Split-K grids have one tile per CTA.) */
     float d[C::kAcc];
     /* Three warp groups hold 65536 / 384 = 168 registers each: the producer gives most of its
      * share to the consumers, whose 96-128 accumulators would otherwise spill (192 spill even
-     * at 232 registers: no such configuration). */
-    constexpr bool kRebalance = NC == 2 && C::kAcc >= 96 && !LN;
+     * at 232 registers: no such configuration), and so do the folded epilogues' consumers (at
+     * 168 registers the 128x128 fold tile spilled in its epilogue: ncu, 297,888 local memory
+     * requests at MiniLM's QKV, 16384 tokens, 62 us against its plain twin's 37). */
+    constexpr bool kRebalance = NC == 2 && (C::kAcc >= 96 || FOLD) && !LN;
     if (wg == 0) {
         if constexpr (kRebalance)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (t128 == 0) { /* the producer: one thread issues every copy */
             uint32_t it = 0;
-            for (int32_t tile = (int32_t)blockIdx.x; tile < n_tiles; tile += (int32_t)gridDim.x) {
+            for (int32_t jt = 0;; jt++) {
+                const int32_t tile = cta_tile<FOLD>(jt, n_tiles);
+                if (tile < 0)
+                    break;
                 int32_t row0, col0;
                 tile_origin<BM, BN>(tile, n_col_tiles, row0, col0);
                 int32_t t = 0;
@@ -499,8 +576,17 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                         ln_par[2][c] = ln.beta[c0 + c];
                     }
                 }
+            if constexpr (FOLD)
+                if (t128 >= 32)
+                    fold_first_cols<D, NC, MI, BN, PP, C::kOneTile>(fold_s, ln, b, epi, N, n_tiles,
+                                                                    n_col_tiles, t128 - 32);
             kern::pdl_wait();
             kern::pdl_trigger();
+            if constexpr (FOLD)
+                if (t128 >= 32)
+                    fold_stage<D, NC, MI, BN, SPLIT, PP, C::kOneTile, !kRebalance>(
+                        fold_s, fold_full, fold_empty, ln, b, epi, n, K, N, n_tiles, n_col_tiles,
+                        rank, t128 - 32);
             if constexpr (LN)
                 if (t128 >= 32) {
                     int32_t row0, col0; /* one tile per CTA */
@@ -524,18 +610,9 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
          * keep each group's wait on a slot within one phase of the slot's state (a group
          * skipping the other's slices could otherwise mistake an older phase for its own). */
         for (int32_t j = PP ? wg - 1 : 0;; j += PP ? NC : 1) {
-            const int32_t tile = (int32_t)blockIdx.x + j * (int32_t)gridDim.x;
-            if (tile >= n_tiles)
+            const int32_t tile = cta_tile<FOLD>(j, n_tiles);
+            if (tile < 0)
                 break;
-            if constexpr (FOLD) { /* this group's epilogue rows of the tile (split-K: the rank's) */
-                int32_t row0, col0;
-                tile_origin<BM, BN>(tile, n_col_tiles, row0, col0);
-                const int32_t r0 = row0 + (SPLIT > 1 ? rank * (BM / SPLIT)
-                                           : PP      ? 0
-                                                     : (wg - 1) * MI * 64);
-                fold_prefetch<D, BN>(ln, epi, r0, r0 + kFoldRows, col0, n, K, N, t128, 128);
-                fold_cols.load(ln, b, epi, col0, N, C::kOneTile ? (int)threadIdx.x - 128 : t128);
-            }
             if constexpr (PP)
                 if (j > 0)
                     turn_wait(wg);
@@ -570,7 +647,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
             if (t128 == 0)
                 mbar_arrive(kern::smem_u32(&empty[(it - 1) % STAGES]));
             if constexpr (PP) /* the other group's turn, if it has a tile j + 1 */
-                if ((int64_t)blockIdx.x + (int64_t)(j + 1) * gridDim.x < n_tiles)
+                if (cta_tile<FOLD>(j + 1, n_tiles) >= 0)
                     turn_give(wg);
             if constexpr (!C::kOneTile) {
                 /* The epilogue: bias, GELU, D into this group's staging tile (64 MI rows, BN /
@@ -589,11 +666,10 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                  * the epilogue, latency-bound at one warp per scheduler, outlasted the other
                  * group's main loop (ncu, BERT-base FFN-up: 37% issue slots, tensor pipe 48%). */
                 if constexpr (FOLD) {
-                    /* the group's previous epilogue read its stage before the wg_bar below */
+                    /* the group's u-th tile's stage (handed back after the wg_bar below) */
                     const int32_t grow0 = row0 + (PP ? 0 : (wg - 1) * MI * 64);
-                    fold_cols.store(fold_s[wg - 1], t128);
-                    fold_rows(fold_s[wg - 1], ln, epi, grow0, n_live, K, N, t128, 128);
-                    wg_bar(wg);
+                    const uint32_t u = PP ? (uint32_t)j / NC : (uint32_t)j;
+                    mbar_wait(kern::smem_u32(&fold_full[wg - 1]), u & 1u);
                     fold_tile<D, MI, BN>(d, ln, fold_s[wg - 1], epi, n_live, N, grow0, warp * 16,
                                          col0, lane);
                 } else if (epi >= 1)
@@ -619,6 +695,9 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 if (t128 == 0)
                     bulk_wait_all<true>(); /* the last tile's stores have read the staging tile */
                 wg_bar(wg);
+                if constexpr (FOLD)
+                    if (t128 == 0) /* every lane has read the group's fold stage */
+                        mbar_arrive(kern::smem_u32(&fold_empty[wg - 1]));
 #pragma unroll
                 for (int mi = 0; mi < MI; mi++)
 #pragma unroll
@@ -669,12 +748,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
         constexpr int kRows = BM / SPLIT, kChunks = BN / 8;
         const int ct = (int)threadIdx.x - 128; /* consumer thread index */
         [[maybe_unused]] const int32_t n_live = FOLD || LN ? live_rows(ln, n) : n;
-        if constexpr (FOLD)
-            if (ct >= 0) { /* read after the cluster barrier below */
-                fold_cols.store(fold_s[0], ct);
-                fold_rows(fold_s[0], ln, epi, row0 + rank * kRows, n_live, K, N, ct, kFoldNT);
-            }
-        __syncthreads();
+        __syncthreads(); /* also: the producer group's fold stage is written */
         float *Cs = reinterpret_cast<float *>(ring_ptr); /* [BM][kCS] */
         if (wg > 0)
 #pragma unroll

@@ -30,13 +30,16 @@ __device__ __forceinline__ float2 stats_finish(float m2_total, float mu, int col
     return make_float2(mu, __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, eps))));
 }
 
-/* (mean, rstd) of the row whose partials start at part (cols / 64 blocks, 8-byte aligned) */
+/* (mean, rstd) of the row whose partials start at part (cols / 64 blocks, 8-byte aligned). REGS:
+ * rows of up to kStatsRegBlocks blocks loaded at once; else (or wider rows) in a loop of few
+ * registers, for threads that have few. */
+template <bool REGS = true>
 __device__ __forceinline__ float2 row_stats_one(const float *__restrict__ part, int cols,
                                                 float eps) {
     const int nb = cols / KERN_STATS_COLS;
     const float2 *p2 = reinterpret_cast<const float2 *>(part);
     float g[4] = {0.f, 0.f, 0.f, 0.f};
-    if (nb <= kStatsRegBlocks) {
+    if (REGS && nb <= kStatsRegBlocks) {
         float2 v[kStatsRegBlocks];
 #pragma unroll
         for (int k = 0; k < kStatsRegBlocks; k++)
