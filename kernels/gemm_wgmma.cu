@@ -466,12 +466,15 @@ fold_stage(FoldStage<BN, ROWS> *fold_s, uint64_t *full, uint64_t *empty, const k
     }
 }
 
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN,
-          bool FOLD>
+/* EPI: a folded epilogue (4-6) compiled in, or -1: the epilogue epi (0-3) chosen at run time */
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN, int EPI>
 __device__ __forceinline__ void
 gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
           uint16_t *__restrict__ y, const uint16_t *__restrict__ b, const kern_linear_ln_t &ln,
           int32_t n, int32_t K, int32_t N, int epi) {
+    constexpr bool FOLD = EPI >= 4;
+    if constexpr (FOLD) /* the other folded epilogues' code and registers drop out */
+        epi = EPI;
     using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP, LN>;
     constexpr int BM = C::kBM;
     extern __shared__ unsigned char smem_raw[];
@@ -940,29 +943,29 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* empty for other archs */
-#define EMBER_GEMM_BODY(LN, FOLD)                                                                  \
-    gemm_body<D, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD>(&tx, &tw, &ty, y, b, ln, n, K, N, epi)
+#define EMBER_GEMM_BODY(LN, EPI)                                                                   \
+    gemm_body<D, NC, MI, BN, STAGES, SPLIT, PP, LN, EPI>(&tx, &tw, &ty, y, b, ln, n, K, N, epi)
 #else
-#define EMBER_GEMM_BODY(LN, FOLD) (void)0
+#define EMBER_GEMM_BODY(LN, EPI) (void)0
 #endif
 
-/* FOLD: the folded LayerNorm's epilogues (4-6) instead of 0-2 */
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool FOLD>
+/* EPI: one of the folded LayerNorm's epilogues (4-6), or -1: epilogue 0-2 by epi */
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, int EPI>
 __global__ void __launch_bounds__(128 * (NC + 1))
     k_gemm(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
            const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
            const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
            int32_t N, int epi) {
-    EMBER_GEMM_BODY(false, FOLD);
+    EMBER_GEMM_BODY(false, EPI);
 }
 
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool FOLD>
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, int EPI>
 __global__ void __cluster_dims__(1, 1, SPLIT) __launch_bounds__(128 * (NC + 1))
     k_gemm_split(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                  const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
                  const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
                  int32_t N, int epi) {
-    EMBER_GEMM_BODY(false, FOLD);
+    EMBER_GEMM_BODY(false, EPI);
 }
 
 /* The sublayer end fused: launched in clusters of (N / BN, 1, SPLIT), set at launch. */
@@ -972,7 +975,7 @@ __global__ void __launch_bounds__(128 * (NC + 1))
               const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
               const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
               int32_t N, int epi) {
-    EMBER_GEMM_BODY(true, false);
+    EMBER_GEMM_BODY(true, -1);
 }
 #undef EMBER_GEMM_BODY
 
@@ -981,7 +984,10 @@ typedef void (*kernel_t)(CUtensorMap, CUtensorMap, CUtensorMap, uint16_t *, cons
 
 struct Entry {
     const char *name;
-    kernel_t kernel[2]; /* by kern_dtype_t: bf16, binary16 */
+    /* by kern_dtype_t (bf16, binary16) and, for the folding ones, epilogue - 4 (one kernel per
+     * folded epilogue: compiled together, all three dragged each other's registers and code
+     * along, and the 128x128 tile spilled); the others run every epilogue from [d][0] */
+    kernel_t kernel[2][3];
     int bm, bn, threads, split;
     bool ln;      /* fuses the sublayer end (epilogue 3 only) */
     bool fold;    /* the folded LayerNorm's epilogues (4-6 only) */
@@ -990,35 +996,35 @@ struct Entry {
     int32_t min_n, max_n; /* the rows at which the tuner times it */
 };
 
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN,
-          bool FOLD>
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN, int EPI>
 constexpr kernel_t kernel_of() {
     if constexpr (LN)
         return k_gemm_ln<D, NC, MI, BN, STAGES, SPLIT, PP>;
     else if constexpr (SPLIT > 1)
-        return k_gemm_split<D, NC, MI, BN, STAGES, SPLIT, PP, FOLD>;
+        return k_gemm_split<D, NC, MI, BN, STAGES, SPLIT, PP, EPI>;
     else
-        return k_gemm<D, NC, MI, BN, STAGES, SPLIT, PP, FOLD>;
+        return k_gemm<D, NC, MI, BN, STAGES, SPLIT, PP, EPI>;
 }
+/* the kernels of one dtype: epilogues 4, 5, 6 when folding, else the one kernel three times */
+#define EMBER_KERNELS(D)                                                                           \
+    {                                                                                              \
+        kernel_of<D, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD ? 4 : -1>(),                          \
+            kernel_of<D, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD ? 5 : -1>(),                      \
+            kernel_of<D, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD ? 6 : -1>()                       \
+    }
 
 template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP = false, bool LN = false,
           bool FOLD = false>
 constexpr Entry entry(const char *name, int32_t min_n, int32_t max_n) {
     using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP, LN>;
-    return Entry{name,
-                 {kernel_of<KERN_DTYPE_BF16, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD>(),
-                  kernel_of<KERN_DTYPE_F16, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD>()},
-                 C::kBM,
-                 BN,
-                 C::kThreads,
-                 SPLIT,
-                 LN,
-                 FOLD,
-                 64 * MI,
-                 C::kSmem,
-                 min_n,
-                 max_n};
+    return Entry{name,        {EMBER_KERNELS(KERN_DTYPE_BF16), EMBER_KERNELS(KERN_DTYPE_F16)},
+                 C::kBM,      BN,
+                 C::kThreads, SPLIT,
+                 LN,          FOLD,
+                 64 * MI,     C::kSmem,
+                 min_n,       max_n};
 }
+#undef EMBER_KERNELS
 template <int NC, int MI, int BN, int STAGES, int SPLIT>
 constexpr Entry entry_ln(const char *name, int32_t min_n, int32_t max_n) {
     return entry<NC, MI, BN, STAGES, SPLIT, false, true>(name, min_n, max_n);
@@ -1122,7 +1128,7 @@ std::atomic<int> g_cluster_ok[2][64][17];
 
 bool s_cluster_fits(int32_t config, kern_dtype_t dtype, int size) {
     const Entry &e = kConfigs[config];
-    const kernel_t kernel = e.kernel[dtype];
+    const kernel_t kernel = e.kernel[dtype][0]; /* a LayerNorm configuration: one kernel */
     std::atomic<int> &known = g_cluster_ok[dtype][config][size];
     int v = known.load(std::memory_order_relaxed);
     if (v == 0) {
@@ -1230,13 +1236,16 @@ int kern_gemm_wgmma_prepare(int32_t config, kern_dtype_t dtype, com_error_t *err
         g_encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
     }
     const Entry &e = kConfigs[config];
-    const kernel_t kernel = e.kernel[dtype];
-    KERN_CUDA_TRY(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)e.smem),
-        err);
-    if (e.ln)
+    for (int v = 0; v < (e.fold ? 3 : 1); v++) {
+        const kernel_t kernel = e.kernel[dtype][v];
         KERN_CUDA_TRY(
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), err);
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)e.smem),
+            err);
+        if (e.ln)
+            KERN_CUDA_TRY(
+                cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                err);
+    }
     return 0;
 }
 
@@ -1299,8 +1308,9 @@ int kern_gemm_wgmma_cuda(int32_t config, kern_dtype_t dtype, int epi, uint16_t *
     /* LayerNorm: a row block's column tiles and K ranges form one cluster (split-K alone has
      * its cluster shape compiled in) */
     const dim3 cluster = e.ln ? dim3((unsigned)col_tiles, 1u, (unsigned)e.split) : dim3(1, 1, 1);
-    KERN_CUDA_TRY(kern::launch_cluster(e.kernel[dtype], grid, cluster, dim3((unsigned)e.threads),
-                                       e.smem, stream, tx, tw, ty, y, b, lnv, n, in, out, epi),
+    KERN_CUDA_TRY(kern::launch_cluster(e.kernel[dtype][e.fold ? epi - 4 : 0], grid, cluster,
+                                       dim3((unsigned)e.threads), e.smem, stream, tx, tw, ty, y, b,
+                                       lnv, n, in, out, epi),
                   err);
     return 0;
 }
