@@ -180,9 +180,9 @@ __device__ __forceinline__ int32_t live_rows(const kern_linear_ln_t &ln, int32_t
  * warps 1-3 while the consumers' main loop runs: the columns' bias, c or gamma / beta, and the
  * rows' (mean, rstd) finished from their partials. The consumers' epilogue then reads shared
  * memory only (and, for epilogue 4, the residual, pulled into L1 by the same warps). Staged by
- * the consumers themselves after their main loop, the statistics' loads and arithmetic sat on
- * every tile's critical path: the folded GEMMs took up to twice their plain twins' time
- * (bench_kernels_cuda, MiniLM QKV at 16384 tokens 58.1 against 29.9 us; session 16). */
+ * the consumers themselves after their main loop, the statistics' loads and arithmetic sat on the
+ * critical path (bench_kernels_cuda, MiniLM QKV at 128 tokens: 4.71 us, 3.72 staged this way,
+ * 2.87 plain; session 16). */
 
 /* The columns of one staged tile: [0] bias, [1] c (epi 5, 6) or gamma (epi 4, folded residual),
  * [2] beta (epi 4, folded residual); rows: (mean, rstd), (0, 0) where none is needed. The float2
@@ -389,8 +389,9 @@ __device__ __forceinline__ void tile_origin(int32_t tile, int32_t n_col_tiles, i
 /* The CTA's j-th tile, or -1 past its last. Plain: tiles blockIdx.x, + gridDim.x, ... (CTAs
  * running side by side share x's row blocks in L2). CHUNK (the folding configurations): a
  * contiguous range, so a CTA's consecutive tiles share a row block whose statistics are staged
- * once (staged for every tile, they outlasted the main loop of a K = 384 tile). One tile per CTA
- * (grid = tiles): blockIdx.x either way. */
+ * once (measured only with the kernels that still spilled, 16384 tokens: MiniLM qkv+fold 55.2 ->
+ * 53.3 us, ffn2+stats 46.2 -> 55.0; docs/results/2026-12-02-h200-session16 fold_interleave.patch
+ * is the A/B for today's). One tile per CTA (grid = tiles): blockIdx.x either way. */
 template <bool CHUNK> __device__ __forceinline__ int32_t cta_tile(int32_t j, int32_t n_tiles) {
     if constexpr (CHUNK) {
         const int32_t t = (int32_t)((int64_t)blockIdx.x * n_tiles / gridDim.x) + j;
@@ -408,7 +409,7 @@ template <bool CHUNK> __device__ __forceinline__ int32_t cta_tile(int32_t j, int
  * each group's columns (once the group has read the stage's previous tile: empty[g]) and, when
  * its row block changed, its rows into fold_s[g]; then full[g]. The stage of tile j is written
  * while the consumers' main loop of tile j runs. */
-template <kern_dtype_t D, int NC, int MI, int BN, bool PP, bool ONE, int ROWS>
+template <kern_dtype_t D, int NC, int BN, bool PP, bool ONE, int ROWS>
 __device__ __forceinline__ void fold_first_cols(FoldStage<BN, ROWS> *fold_s,
                                                 const kern_linear_ln_t &ln,
                                                 const uint16_t *__restrict__ b, int epi, int32_t N,
@@ -581,8 +582,8 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 }
             if constexpr (FOLD)
                 if (t128 >= 32)
-                    fold_first_cols<D, NC, MI, BN, PP, C::kOneTile>(fold_s, ln, b, epi, N, n_tiles,
-                                                                    n_col_tiles, t128 - 32);
+                    fold_first_cols<D, NC, BN, PP, C::kOneTile>(fold_s, ln, b, epi, N, n_tiles,
+                                                                n_col_tiles, t128 - 32);
             kern::pdl_wait();
             kern::pdl_trigger();
             if constexpr (FOLD)
