@@ -42,8 +42,9 @@
  * (embedding kernel) and stay finite everywhere else (the LayerNorms do not write them). Thread:
  * the engine's submitting thread; stream: the one passed to forward.
  *
- * The folded LayerNorm (opts.fold; kernels/row_stats.h, docs/engine.md): no sublayer end
- * normalises. Each writes its pre-LN sum x in binary16 and per-row statistics (sa after
+ * The folded LayerNorm (opts.fold; kernels/row_stats.h, docs/engine.md), at the buckets of up to
+ * fold_max tokens (s_folded; the others run the pass above, with the plain weights): no sublayer
+ * end normalises. Each writes its pre-LN sum x in binary16 and per-row statistics (sa after
  * attention, sf after the FFN; epilogue BIAS_ADD_STATS), and whoever reads LN(x) takes it from
  * x: the QKV (layers >= 1, S_QKVF) and FFN-up GEMMs run on x with W' = W diag(gamma) and
  * bias b + W beta, normalising per row in their epilogue (LN_BIAS[_GELU]: rstd (x W'^T - mean c)
@@ -56,6 +57,7 @@
  * (fold_max, worker/bert_range.h): the fold needs binary16 to hold them. */
 #include "worker/model_bert_cuda.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,14 +90,17 @@
 enum { S_QKV = 0, S_OUT, S_FF1, S_FF2, S_QKVF, S_N_GEMM };
 
 typedef struct s_layer {
-    uint16_t *wqkv, *bqkv; /* [3H, H], [3H] bf16 */
+    uint16_t *wqkv, *bqkv; /* [3H, H], [3H] bf16 (plain: NULL when every bucket folds, l >= 1) */
     uint16_t *wo, *bo;     /* [H, H], [H] */
     float *ln1_g, *ln1_b;  /* [H] fp32 */
     uint16_t *w1, *b1;     /* [I, H], [I] */
     uint16_t *w2, *b2;     /* [H, I], [H] */
     float *ln2_g, *ln2_b;
-    float *cqkv, *c1; /* fold: [3H], [I] fp32, the rows' sums of the folded wqkv (layers >= 1)
-                         and w1 as stored (binary16) */
+    /* fold: the QKV (layers >= 1) and FFN-up weights with the LayerNorm before them folded in
+     * (w1 and b1 plain: NULL when every bucket folds), and cqkv, c1 [3H], [I] fp32, the rows'
+     * sums of wqkv_f and w1_f as stored (binary16) */
+    uint16_t *wqkv_f, *bqkv_f, *w1_f, *b1_f;
+    float *cqkv, *c1;
 } s_layer_t;
 
 /* One lane's activations (the header comment's list): a forward pass reads and writes only its
@@ -124,6 +129,8 @@ struct wrk_bert_cuda {
     kern_dtype_t dtype;                /* of the weights and 16-bit activations */
     kern_residual_type_t residual;     /* the residual stream: h32, r16 or hb alone */
     bool fold;                         /* the folded LayerNorm (the header comment) */
+    int32_t fold_max;                  /* its largest bucket (INT32_MAX: every one) */
+    bool plain;                        /* some bucket runs the plain pass: its weights exist */
     int32_t n_plans;                   /* non-NULL in plans (S_QKVF only when folded) */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
@@ -202,11 +209,13 @@ static void s_fold_weights(float *w, float *bias, float *c, const float *gamma, 
  * value the forward pass stores in 16 bits (worker/bert_range.h) into *range and settles the
  * 16-bit type (dtype: a kern_dtype_t, or WRK_BERT_DTYPE_AUTO = binary16 when every bound stays
  * inside its range, else bf16; binary16 asked for beyond it is refused), the second uploads the
- * weights in that type (LayerNorm parameters in fp32). fold: the folded pass (the header
- * comment) is asked for: the first pass also bounds what only it stores (range->fold_max), and
- * the second folds each LayerNorm but the embedding's into the GEMM after it (refused with
- * COM_EUNSUPPORTED unless binary16 holds everything). */
-static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, bool fold,
+ * weights in that type (LayerNorm parameters in fp32). fold (WRK_BERT_FOLD_*): the folded pass
+ * (the header comment) is asked for: the first pass also bounds what only it stores
+ * (range->fold_max), and the second folds each LayerNorm but the embedding's into the GEMM
+ * after it (ON: refused with COM_EUNSUPPORTED unless binary16 holds everything; AUTO: then not
+ * folded), uploading the plain QKV and FFN-up weights as well when some bucket is not folded
+ * (m->fold_max, set by the caller, below the largest). */
+static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, int fold,
                   wrk_bert_range_t *range, com_error_t *err) {
     const com_model_info_t *in = &m->info;
     com_safetensors_t *st = NULL;
@@ -257,8 +266,9 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, bool fold,
             m->dtype = dtype != WRK_BERT_DTYPE_AUTO ? (kern_dtype_t)dtype
                        : fits                       ? KERN_DTYPE_F16
                                                     : KERN_DTYPE_BF16;
-            if (fold && (m->dtype != KERN_DTYPE_F16 || range->fold_max > S_F16_LIMIT ||
-                         H % KERN_STATS_COLS != 0)) {
+            const bool can_fold = m->dtype == KERN_DTYPE_F16 && range->fold_max <= S_F16_LIMIT &&
+                                  H % KERN_STATS_COLS == 0;
+            if (fold == WRK_BERT_FOLD_ON && !can_fold) {
                 rc = com_error_set(err, COM_EUNSUPPORTED,
                                    "bert cuda: fold=on needs binary16 activations that hold every "
                                    "pre-LayerNorm sum and folded weight (bounds %g and %g, dtype "
@@ -267,7 +277,8 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, bool fold,
                                    m->dtype == KERN_DTYPE_F16 ? "f16" : "bf16", (int)H);
                 goto out;
             }
-            m->fold = fold;
+            m->fold = fold != WRK_BERT_FOLD_OFF && can_fold;
+            m->plain = !m->fold || m->fold_max < m->buckets[m->n_buckets - 1];
             cudaError_t ce = cudaMalloc((void **)&stage, big * sizeof *stage);
             if (ce != cudaSuccess) {
                 stage = NULL;
@@ -308,7 +319,7 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, bool fold,
             double v_bound = 0.0, up_bound = 0.0;
             /* the folded pass: layers >= 1 read the last FFN's pre-LN sum (the embedding's
              * LayerNorm stays a kernel of its own) */
-            const bool fold_qkv = fold && l > 0 && (pass == 0 || m->fold);
+            const bool fold_qkv = fold != WRK_BERT_FOLD_OFF && l > 0 && (pass == 0 || m->fold);
             if (pass == 0) { /* QKV, and its V rows: what the attention output mixes */
                 wrk_bert_range_values(range, buf, (size_t)(3 * H * H));
                 wrk_bert_range_values(range, bias, (size_t)(3 * H));
@@ -316,17 +327,20 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, bool fold,
                 v_bound =
                     wrk_bert_range_after_ln(range, buf, bias, (int32_t)(2 * H), (int32_t)(3 * H));
             }
+            if (!fold_qkv || m->plain) {
+                UPLOAD(L->wqkv, buf, 3 * H * H, true);
+                UPLOAD(L->bqkv, bias, 3 * H, true);
+            }
             if (fold_qkv) {
                 s_fold_weights(buf, bias, pass == 1 ? c : NULL, ln_g, ln_b, 3 * H, H);
                 if (pass == 0) {
                     wrk_bert_range_fold_values(range, buf, (size_t)(3 * H * H));
                     wrk_bert_range_fold_values(range, bias, (size_t)(3 * H));
                 }
-            }
-            UPLOAD(L->wqkv, buf, 3 * H * H, true);
-            UPLOAD(L->bqkv, bias, 3 * H, true);
-            if (fold_qkv)
+                UPLOAD(L->wqkv_f, buf, 3 * H * H, true);
+                UPLOAD(L->bqkv_f, bias, 3 * H, true);
                 UPLOAD(L->cqkv, c, 3 * H, false);
+            }
             READ(buf, NAME("attention.output.dense.weight"), 2, H, H);
             READ(bias, NAME("attention.output.dense.bias"), 1, H, 0);
             if (pass == 0) { /* and its pre-LN sum: output + residual (the last LN's output) */
@@ -353,17 +367,21 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, bool fold,
                 up_bound = wrk_bert_range_gelu(
                     range, wrk_bert_range_after_ln(range, buf, bias, 0, (int32_t)I));
             }
-            if (fold && (pass == 0 || m->fold)) {
+            const bool fold_up = fold != WRK_BERT_FOLD_OFF && (pass == 0 || m->fold);
+            if (!fold_up || m->plain) {
+                UPLOAD(L->w1, buf, I * H, true);
+                UPLOAD(L->b1, bias, I, true);
+            }
+            if (fold_up) {
                 s_fold_weights(buf, bias, pass == 1 ? c : NULL, ln_g, ln_b, I, H);
                 if (pass == 0) {
                     wrk_bert_range_fold_values(range, buf, (size_t)(I * H));
                     wrk_bert_range_fold_values(range, bias, (size_t)I);
                 }
-            }
-            UPLOAD(L->w1, buf, I * H, true);
-            UPLOAD(L->b1, bias, I, true);
-            if (m->fold)
+                UPLOAD(L->w1_f, buf, I * H, true);
+                UPLOAD(L->b1_f, bias, I, true);
                 UPLOAD(L->c1, c, I, false);
+            }
             READ(buf, NAME("output.dense.weight"), 2, H, I);
             READ(bias, NAME("output.dense.bias"), 1, H, 0);
             if (pass == 0) {
@@ -537,17 +555,23 @@ static int s_time_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t st, cudaE
     return 0;
 }
 
-/* The epilogue of GEMM i (enum above), as the pass runs it (folded or not). */
-static kern_linear_epilogue_t s_epi(const wrk_bert_cuda_t *m, int i) {
+/* Whether bucket b runs the folded pass (the header comment). */
+static bool s_folded(const wrk_bert_cuda_t *m, int32_t b) {
+    return m->fold && m->buckets[b] <= m->fold_max;
+}
+
+/* The epilogue of GEMM i (enum above) at bucket b, as its pass runs it (folded or not). */
+static kern_linear_epilogue_t s_epi(const wrk_bert_cuda_t *m, int32_t b, int i) {
+    const bool fold = s_folded(m, b);
     switch (i) {
     case S_QKV:
         return KERN_LINEAR_BIAS;
     case S_FF1:
-        return m->fold ? KERN_LINEAR_LN_BIAS_GELU : KERN_LINEAR_BIAS_GELU;
+        return fold ? KERN_LINEAR_LN_BIAS_GELU : KERN_LINEAR_BIAS_GELU;
     case S_QKVF:
         return KERN_LINEAR_LN_BIAS;
     default: /* the sublayer ends */
-        return m->fold ? KERN_LINEAR_BIAS_ADD_STATS : KERN_LINEAR_BIAS_ADD_LN;
+        return fold ? KERN_LINEAR_BIAS_ADD_STATS : KERN_LINEAR_BIAS_ADD_LN;
     }
 }
 
@@ -634,11 +658,11 @@ static void s_plan_key(const wrk_bert_cuda_t *m, int32_t b, int i, char *key, si
     int32_t in, out;
     s_gemm_shape(m, i, &in, &out);
     snprintf(key, cap, "n %d in %d out %d epi %d%s%s", (int)m->buckets[b], (int)in, (int)out,
-             (int)s_epi(m, i), m->dtype == KERN_DTYPE_F16 ? " f16" : "",
-             s_epi(m, i) != KERN_LINEAR_BIAS_ADD_LN ? ""
-             : m->residual == KERN_RESIDUAL_BF16    ? " residual bf16"
-             : m->residual == KERN_RESIDUAL_F16     ? " residual f16"
-                                                    : "");
+             (int)s_epi(m, b, i), m->dtype == KERN_DTYPE_F16 ? " f16" : "",
+             s_epi(m, b, i) != KERN_LINEAR_BIAS_ADD_LN ? ""
+             : m->residual == KERN_RESIDUAL_BF16       ? " residual bf16"
+             : m->residual == KERN_RESIDUAL_F16        ? " residual f16"
+                                                       : "");
 }
 
 /* Latency buckets (<= S_CONTEXT_MAX tokens) whose plans were just timed one GEMM at a time: for
@@ -735,31 +759,34 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
      * timed run, which keeps it finite (LayerNorm output is bounded by gamma and beta). */
     const s_acts_t *a = &m->lanes[0];
     int rc = s_fill_activations(m, a, 0x3c, err);
-    /* layer 0's weights; folded, layer 1's (its QKV is folded: it has cqkv) when there is one */
-    const int32_t lt = m->fold && m->info.num_layers > 1 ? 1 : 0;
-    const s_layer_t *L = &m->layers[lt];
     int32_t changed = 0, timed = 0, refined = 0;
     for (int32_t b = 0; b < m->n_buckets && rc == 0; b++) {
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
+        /* layer 0's weights; folded, layer 1's (its QKV is folded: it has cqkv) when there is
+         * one, and layer 0's plain QKV (the only one the pass has) */
+        const bool fold = s_folded(m, b);
+        const int32_t lt = fold && m->info.num_layers > 1 ? 1 : 0;
+        const s_layer_t *L = &m->layers[lt], *L0 = &m->layers[0];
         /* as the forward pass has them, but n_rows NULL (every row: a full bucket; the input
          * area holds the last in-context batch, whose token count may be smaller) */
-        const kern_linear_ln_t ln1 = m->fold ? s_fold_ops(m, a, lt, S_OUT, NULL)
-                                             : s_sublayer_end(m, a, L, false, NULL, false, false),
-                               ln2 = m->fold ? s_fold_ops(m, a, lt, S_FF2, NULL)
-                                             : s_sublayer_end(m, a, L, true, NULL, false, false),
+        const kern_linear_ln_t ln1 = fold ? s_fold_ops(m, a, lt, S_OUT, NULL)
+                                          : s_sublayer_end(m, a, L, false, NULL, false, false),
+                               ln2 = fold ? s_fold_ops(m, a, lt, S_FF2, NULL)
+                                          : s_sublayer_end(m, a, L, true, NULL, false, false),
                                lnu = s_fold_ops(m, a, lt, S_FF1, NULL),
                                lnq = s_fold_ops(m, a, lt, S_QKVF, NULL);
         /* folded: the sums go to tmp (attention) and hb (FFN), FFN-up reads tmp */
-        uint16_t *const x_att = m->fold ? a->tmp : a->hb;
+        uint16_t *const x_att = fold ? a->tmp : a->hb;
         struct {
             uint16_t *y;
             const uint16_t *x, *w, *bias;
             const kern_linear_ln_t *ln;
-        } g[S_N_GEMM] = {[S_QKV] = {a->big, a->hb, L->wqkv, L->bqkv, NULL},
+        } g[S_N_GEMM] = {[S_QKV] = {a->big, a->hb, L0->wqkv, L0->bqkv, NULL},
                          [S_OUT] = {x_att, a->ctx, L->wo, L->bo, &ln1},
-                         [S_FF1] = {a->big, x_att, L->w1, L->b1, m->fold ? &lnu : NULL},
+                         [S_FF1] = {a->big, x_att, fold ? L->w1_f : L->w1, fold ? L->b1_f : L->b1,
+                                    fold ? &lnu : NULL},
                          [S_FF2] = {a->hb, a->big, L->w2, L->b2, &ln2},
-                         [S_QKVF] = {a->big, a->hb, L->wqkv, L->bqkv, &lnq}};
+                         [S_QKVF] = {a->big, a->hb, L->wqkv_f, L->bqkv_f, &lnq}};
         char key[S_N_GEMM][64];
         int32_t timed_here = 0;
         for (int i = 0; i < S_N_GEMM && rc == 0; i++) {
@@ -856,6 +883,11 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         rc = com_error_set(err, COM_EINVAL, "bert cuda: dtype %d", opts->dtype);
         goto err;
     }
+    if (opts->fold < WRK_BERT_FOLD_OFF || opts->fold > WRK_BERT_FOLD_AUTO || opts->fold_max < 0) {
+        rc = com_error_set(err, COM_EINVAL, "bert cuda: fold %d, fold_max %d", opts->fold,
+                           (int)opts->fold_max);
+        goto err;
+    }
     /* a bf16 residual stream is the bf16 activations themselves */
     if (opts->residual == KERN_RESIDUAL_BF16 && opts->dtype == KERN_DTYPE_F16) {
         rc = com_error_set(err, COM_EINVAL, "bert cuda: residual=bf16 needs dtype=bf16");
@@ -865,8 +897,21 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     wrk_bert_range_t range;
     if ((rc = wrk_bert_range_init(&range, info->hidden_size, err)) != 0)
         goto err;
+    /* AUTO folds only where ON would be taken without asking for more: the residual stream left
+     * to the pass (the folded one is its binary16 sums), a Hopper GPU (our folding GEMMs) */
+    int fold = opts->fold, major = 0, dev = 0;
+    if (fold == WRK_BERT_FOLD_AUTO &&
+        ((opts->residual != WRK_BERT_RESIDUAL_AUTO && opts->residual != KERN_RESIDUAL_F16) ||
+         cudaGetDevice(&dev) != cudaSuccess ||
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+         major < 9 ||
+         (opts->fold_max > 0 ? opts->fold_max : WRK_BERT_FOLD_MAX_DEFAULT) < buckets[0]))
+        fold = WRK_BERT_FOLD_OFF;
+    m->fold_max = fold == WRK_BERT_FOLD_ON ? INT32_MAX
+                  : opts->fold_max > 0     ? opts->fold_max
+                                           : WRK_BERT_FOLD_MAX_DEFAULT;
     double t0 = com_clock_mono_us();
-    rc = s_load(m, weights_path, dtype, opts->fold, &range, err);
+    rc = s_load(m, weights_path, dtype, fold, &range, err);
     const double load_ms = (com_clock_mono_us() - t0) / 1e3;
     const double ln_bound = range.ln_max;
     if (rc == 0)
@@ -925,11 +970,11 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     for (int32_t b = 0; b < n_buckets; b++) {
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
         for (int i = 0; i < S_N_GEMM; i++) {
-            if (i == S_QKVF && !(m->fold && info->num_layers > 1))
+            if (i == S_QKVF && !(s_folded(m, b) && info->num_layers > 1))
                 continue; /* no folded QKV */
             int32_t gin, gout;
             s_gemm_shape(m, i, &gin, &gout);
-            if ((rc = kern_linear_plan_new(m->lt, buckets[b], gin, gout, s_epi(m, i),
+            if ((rc = kern_linear_plan_new(m->lt, buckets[b], gin, gout, s_epi(m, b, i),
                                            S_WORKSPACE_BYTES, 0, m->dtype, &p[i], err)) != 0)
                 goto err;
             m->n_plans++;
@@ -963,8 +1008,12 @@ int wrk_bert_cuda_dtype(const wrk_bert_cuda_t *m) {
     return (int)m->dtype;
 }
 
-bool wrk_bert_cuda_folded(const wrk_bert_cuda_t *m) {
-    return m->fold;
+int32_t wrk_bert_cuda_fold_max(const wrk_bert_cuda_t *m) {
+    int32_t largest = 0;
+    for (int32_t b = 0; b < m->n_buckets; b++)
+        if (s_folded(m, b))
+            largest = m->buckets[b];
+    return largest;
 }
 
 size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m) {
@@ -984,6 +1033,7 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                   *cu = types + T;
     const int32_t *n_seqs = meta, *n_tokens = meta + 1, *out_dim = meta + 2, *norm = meta + 3;
     kern_linear_plan_t *const *p = m->plans + (size_t)bi * S_N_GEMM;
+    const bool fold = s_folded(m, bi);
     const kern_attention_params_t ap = {in->num_heads, in->num_heads, in->head_dim,
                                         1.0f / sqrtf((float)in->head_dim), false};
     int rc;
@@ -1007,24 +1057,24 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
         /* hb (and h32) = LN(GEMM + b + residual); rows >= n_tokens untouched. Folded: tmp and
          * hb = the sums, sa and sf their statistics, the QKV of layers >= 1 and FFN-up
          * normalising x in their epilogues (s_fold_ops) */
-        const bool fold_qkv = m->fold && l > 0;
-        const kern_linear_ln_t ln1 = m->fold
-                                         ? s_fold_ops(m, a, l, S_OUT, n_tokens)
-                                         : s_sublayer_end(m, a, L, false, n_tokens, l == 0, false),
-                               ln2 = m->fold ? s_fold_ops(m, a, l, S_FF2, n_tokens)
-                                             : s_sublayer_end(m, a, L, true, n_tokens, false, last),
+        const bool fold_qkv = fold && l > 0;
+        const kern_linear_ln_t ln1 = fold ? s_fold_ops(m, a, l, S_OUT, n_tokens)
+                                          : s_sublayer_end(m, a, L, false, n_tokens, l == 0, false),
+                               ln2 = fold ? s_fold_ops(m, a, l, S_FF2, n_tokens)
+                                          : s_sublayer_end(m, a, L, true, n_tokens, false, last),
                                lnu = s_fold_ops(m, a, l, S_FF1, n_tokens),
                                lnq = s_fold_ops(m, a, l, S_QKVF, n_tokens);
-        uint16_t *const x_att = m->fold ? a->tmp : a->hb; /* the attention sublayer's output */
-        S_TRY(kern_linear_cuda(m->lt, fold_qkv ? p[S_QKVF] : p[S_QKV], a->big, a->hb, L->wqkv,
-                               L->bqkv, fold_qkv ? &lnq : NULL, a->ws, S_WORKSPACE_BYTES, stream,
-                               err));
+        uint16_t *const x_att = fold ? a->tmp : a->hb; /* the attention sublayer's output */
+        S_TRY(kern_linear_cuda(m->lt, fold_qkv ? p[S_QKVF] : p[S_QKV], a->big, a->hb,
+                               fold_qkv ? L->wqkv_f : L->wqkv, fold_qkv ? L->bqkv_f : L->bqkv,
+                               fold_qkv ? &lnq : NULL, a->ws, S_WORKSPACE_BYTES, stream, err));
         S_TRY(kern_attention_cuda(&ap, m->dtype, a->ctx, H, a->big, 3 * H, a->big + H, 3 * H,
                                   a->big + 2 * H, 3 * H, cu, seq, n_tokens, T, stream, err));
         S_TRY(kern_linear_cuda(m->lt, p[S_OUT], x_att, a->ctx, L->wo, L->bo, &ln1, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
-        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], a->big, x_att, L->w1, L->b1, m->fold ? &lnu : NULL,
-                               a->ws, S_WORKSPACE_BYTES, stream, err)); /* + bias + GELU */
+        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], a->big, x_att, fold ? L->w1_f : L->w1,
+                               fold ? L->b1_f : L->b1, fold ? &lnu : NULL, a->ws, S_WORKSPACE_BYTES,
+                               stream, err)); /* + bias + GELU */
         S_TRY(kern_linear_cuda(m->lt, p[S_FF2], a->hb, a->big, L->w2, L->b2, &ln2, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
     }
@@ -1035,7 +1085,7 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
      * the [n_seqs, H] fp32 result (it has T x max(3H, I) bf16 >= T x H fp32) */
     float *dst = out ? out : (float *)a->big;
     const s_layer_t *last = &m->layers[in->num_layers - 1];
-    if (m->fold) /* the last LayerNorm on the fly, from hb and sf */
+    if (fold) /* the last LayerNorm on the fly, from hb and sf */
         S_TRY(kern_pool_folded_cuda(dst, a->hb, m->dtype, a->sf, last->ln2_g, last->ln2_b, eps, cu,
                                     n_seqs, out_dim, norm, T, H, mode, stream, err));
     else
