@@ -10,13 +10,15 @@
  * engine's four GEMMs of both shapes and 128 to 16,384 tokens, plus the output and FFN-down GEMMs
  * with the bias + residual + LayerNorm epilogue the engine runs ("out+ln", "ffn2+ln", fp32
  * residual: cuBLASLt and our unfused configurations as GEMM + LayerNorm kernel, our fused ones as
- * one kernel), each timed as a CUDA graph of back-to-back launches (what the engine's graphs run,
- * programmatic edges included), so the host's launch rate does not decide. Optional after OUT.json:
- * the token counts to run (e.g. 128,4096; default all), "pdl=off" (ordinary launches, for A/B), and
- * filters for a profiler run of a few kernels: model=minilm|bert-base,
- * gemm=qkv|out|ffn1+gelu|ffn2|out+ln|ffn2+ln, match=SUBSTRING (of the candidate's description, e.g.
- * "128x128 s4 pingpong"), and "dtype=f16" (the same candidates with binary16 operands; default
- * bf16). */
+ * one kernel), and the folded LayerNorm's epilogues (ours only, kernels/row_stats.h: "qkv+fold",
+ * "ffn1+fold" normalise x by its row statistics, "out+stats", "ffn2+stats" add a folded residual
+ * and write the statistics), each timed as a CUDA graph of back-to-back launches (what the engine's
+ * graphs run, programmatic edges included), so the host's launch rate does not decide. Optional
+ * after OUT.json: the token counts to run (e.g. 128,4096; default all), "pdl=off" (ordinary
+ * launches, for A/B), and filters for a profiler run of a few kernels: model=minilm|bert-base,
+ * gemm=qkv|out|ffn1+gelu|ffn2|out+ln|ffn2+ln|qkv+fold|ffn1+fold|out+stats|ffn2+stats,
+ * match=SUBSTRING (of the candidate's description, e.g. "128x128 s4 pingpong"), and "dtype=f16"
+ * (the same candidates with binary16 operands; default bf16). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
+#include "kernels/row_stats.h"
 #include "worker/model_bert_cuda.h"
 
 typedef struct row {
@@ -153,8 +156,10 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
     static const int32_t shapes[2][2] = {{384, 1536}, {768, 3072}}; /* H, I */
     static const char *names[2] = {"minilm", "bert-base"};
     static const int32_t Ts[] = {128, 256, 1024, 4096, 16384};
-    enum { kGemms = 6 };
-    static const char *gn[kGemms] = {"qkv", "out", "ffn1+gelu", "ffn2", "out+ln", "ffn2+ln"};
+    /* the last four: the folded LayerNorm's epilogues (ours only; kernels/row_stats.h) */
+    enum { kGemms = 10 };
+    static const char *gn[kGemms] = {"qkv",     "out",      "ffn1+gelu", "ffn2",      "out+ln",
+                                     "ffn2+ln", "qkv+fold", "ffn1+fold", "out+stats", "ffn2+stats"};
     FILE *j = fopen(json, "w");
     if (j)
         fprintf(j, "{\"gemms\": [\n");
@@ -165,9 +170,11 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
             continue;
         const int32_t H = shapes[m][0], I = shapes[m][1];
         const int32_t gemm[kGemms][3] = {
-            {H, 3 * H, KERN_LINEAR_BIAS},    {H, H, KERN_LINEAR_BIAS},
-            {H, I, KERN_LINEAR_BIAS_GELU},   {I, H, KERN_LINEAR_BIAS},
-            {H, H, KERN_LINEAR_BIAS_ADD_LN}, {I, H, KERN_LINEAR_BIAS_ADD_LN}};
+            {H, 3 * H, KERN_LINEAR_BIAS},       {H, H, KERN_LINEAR_BIAS},
+            {H, I, KERN_LINEAR_BIAS_GELU},      {I, H, KERN_LINEAR_BIAS},
+            {H, H, KERN_LINEAR_BIAS_ADD_LN},    {I, H, KERN_LINEAR_BIAS_ADD_LN},
+            {H, 3 * H, KERN_LINEAR_LN_BIAS},    {H, I, KERN_LINEAR_LN_BIAS_GELU},
+            {H, H, KERN_LINEAR_BIAS_ADD_STATS}, {I, H, KERN_LINEAR_BIAS_ADD_STATS}};
         const int32_t T_max = Ts[sizeof Ts / sizeof *Ts - 1];
         const kern_dtype_t dt = f->dtype;
         uint16_t *x = s_rand_dev16((size_t)T_max * I, rng, dt);
@@ -192,6 +199,31 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
                                      .eps = 1e-12f,
                                      .out_f32 = h32,
                                      .scratch = scratch};
+        /* folded: statistics of every 64-column block (sum 0, squared deviations 64: mean 0,
+         * variance 1) for x and the folded residual, c of up to I columns, the residual x */
+        const size_t n_part = (size_t)T_max * (I / KERN_STATS_COLS) * 2;
+        float *part_host = malloc(n_part * 4), *c_host = malloc((size_t)I * 4);
+        for (size_t i = 0; i < n_part; i++)
+            part_host[i] = i % 2 ? (float)KERN_STATS_COLS : 0.f;
+        for (int32_t i = 0; i < I; i++)
+            c_host[i] = 0.01f * (float)(i % 7);
+        float *in_part = NULL, *res_part = NULL, *out_part = NULL, *c = NULL;
+        KERN_CUDA_FATAL(cudaMalloc((void **)&in_part, n_part * 4));
+        KERN_CUDA_FATAL(cudaMalloc((void **)&res_part, n_part * 4));
+        KERN_CUDA_FATAL(cudaMalloc((void **)&out_part, n_part * 4));
+        KERN_CUDA_FATAL(cudaMalloc((void **)&c, (size_t)I * 4));
+        KERN_CUDA_FATAL(cudaMemcpy(in_part, part_host, n_part * 4, cudaMemcpyHostToDevice));
+        KERN_CUDA_FATAL(cudaMemcpy(res_part, part_host, n_part * 4, cudaMemcpyHostToDevice));
+        KERN_CUDA_FATAL(cudaMemcpy(c, c_host, (size_t)I * 4, cudaMemcpyHostToDevice));
+        free(part_host), free(c_host);
+        const kern_linear_ln_t ln_fold = {.gamma = gb,
+                                          .beta = gb + H,
+                                          .eps = 1e-12f,
+                                          .residual_x = scratch,
+                                          .residual_stats = res_part,
+                                          .out_stats = out_part,
+                                          .in_stats = in_part,
+                                          .c = c};
         for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++)
             for (int k = 0; k < kGemms; k++) {
                 const int32_t T = Ts[ti], in = gemm[k][0], out = gemm[k][1];
@@ -201,6 +233,8 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
                 double best[2] = {1e30, 1e30};
                 char best_name[2][64] = {"", ""};
                 for (int32_t i = -1; i < kern_linear_own_count(); i++) {
+                    if (i < 0 && gemm[k][2] >= KERN_LINEAR_BIAS_ADD_STATS)
+                        continue; /* rank 0 of a folded plan would be one of ours */
                     const int32_t rank = i < 0 ? 0 : KERN_LINEAR_OWN(i);
                     kern_linear_plan_t *p = NULL;
                     com_error_t err = {0};
@@ -211,9 +245,13 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
                         kern_linear_plan_destroy(&p);
                         continue;
                     }
-                    const double us = s_time_plan_graph(
-                        lt, p, y, x, w, b, gemm[k][2] == KERN_LINEAR_BIAS_ADD_LN ? &ln : NULL, ws,
-                        ws_bytes, st, e0, e1);
+                    const int epi = gemm[k][2];
+                    const double us =
+                        s_time_plan_graph(lt, p, y, x, w, b,
+                                          epi == KERN_LINEAR_BIAS_ADD_LN      ? &ln
+                                          : epi >= KERN_LINEAR_BIAS_ADD_STATS ? &ln_fold
+                                                                              : NULL,
+                                          ws, ws_bytes, st, e0, e1);
                     const char *d = kern_linear_plan_describe(p);
                     printf("%-10s %6d %-10s %-34s %10.2f %9.1f\n", names[m], (int)T, gn[k], d, us,
                            flop / (us * 1e-6) / 1e12);
@@ -229,11 +267,17 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
                     }
                     kern_linear_plan_destroy(&p);
                 }
-                printf("%-10s %6d %-10s best of ours %s: %.2f us, %.2fx cuBLASLt's first choice\n",
-                       names[m], (int)T, gn[k], best_name[1], best[1], best[0] / best[1]);
+                if (best[0] < 1e30) /* cuBLASLt has no folded epilogue */
+                    printf("%-10s %6d %-10s best of ours %s: %.2f us, %.2fx cuBLASLt's first "
+                           "choice\n",
+                           names[m], (int)T, gn[k], best_name[1], best[1], best[0] / best[1]);
+                else
+                    printf("%-10s %6d %-10s best of ours %s: %.2f us\n", names[m], (int)T, gn[k],
+                           best_name[1], best[1]);
             }
         cudaFree(x), cudaFree(y), cudaFree(w), cudaFree(b);
         cudaFree(scratch), cudaFree(h32), cudaFree(gb);
+        cudaFree(in_part), cudaFree(res_part), cudaFree(out_part), cudaFree(c);
     }
     if (j) {
         fprintf(j, "\n]}\n");
@@ -420,6 +464,11 @@ int main(int argc, char **argv) {
             S_TIME(L("pool mean+L2"), tb * 4, "GB/s",
                    S_OK(kern_pool_cuda(out, h32, d_cu, d_ns, d_dim, d_norm, T, H, KERN_POOL_MEAN,
                                        st, &e_)));
+            /* over a folded stream: x (hb) and its partials (h32's first T * H / 32 floats; the
+             * values do not change the time), 2 + 8 / 64 bytes per element */
+            S_TIME(L("pool folded mean+L2"), tb * (2 + 8 / 64.0), "GB/s",
+                   S_OK(kern_pool_folded_cuda(out, hb, KERN_DTYPE_BF16, h32, g, g, 1e-12f, d_cu,
+                                              d_ns, d_dim, d_norm, T, H, KERN_POOL_MEAN, st, &e_)));
             if (m == 0) { /* the engine's batch input area (model-independent) */
                 const size_t in_bytes = wrk_bert_cuda_input_words(T) * sizeof(int32_t);
                 void *in_host = NULL, *in_mapped = NULL;

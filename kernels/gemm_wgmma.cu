@@ -54,6 +54,7 @@
 #include "kernels/gemm_wgmma.h"
 #include "kernels/kern_cuda_dev.cuh"
 #include "kernels/kern_wgmma.cuh"
+#include "kernels/row_stats.cuh"
 
 namespace {
 
@@ -174,6 +175,182 @@ __device__ __forceinline__ int32_t live_rows(const kern_linear_ln_t &ln, int32_t
     return ln.n_rows ? min(n, *ln.n_rows) : n;
 }
 
+/* ---- the folded LayerNorm's epilogues (4-6; kern_linear_ln_t, kernels/row_stats.h) ---- */
+/* Their operands are staged in shared memory per tile (FoldStage) by the producer group's idle
+ * warps 1-3 while the consumers' main loop runs: the columns' bias, c or gamma / beta, and the
+ * rows' (mean, rstd) finished from their partials. The consumers' epilogue then reads shared
+ * memory only (and, for epilogue 4, the residual, pulled into L1 by the same warps). Staged by
+ * the consumers themselves after their main loop, the statistics' loads and arithmetic sat on the
+ * critical path (bench_kernels_cuda, MiniLM QKV at 128 tokens: 4.71 us, 3.72 staged this way,
+ * 2.87 plain; session 16). */
+
+/* The columns of one staged tile: [0] bias, [1] c (epi 5, 6) or gamma (epi 4, folded residual),
+ * [2] beta (epi 4, folded residual); rows: (mean, rstd), (0, 0) where none is needed. The float2
+ * member aligns the columns for pairwise 8-byte reads (BN is even). */
+template <int BN, int ROWS> struct FoldStage {
+    float col[3][BN];
+    float2 row[ROWS];
+};
+
+/* Threads t = 0 .. nt - 1 stage the columns [col0, col0 + BN) (columns past N read column N - 1:
+ * their outputs are clipped by the store, their values only must be finite). Weights only. */
+template <kern_dtype_t D, int BN, int ROWS>
+__device__ __forceinline__ void fold_cols(FoldStage<BN, ROWS> &s, const kern_linear_ln_t &ln,
+                                          const uint16_t *__restrict__ b, int epi, int32_t col0,
+                                          int32_t N, int t, int nt) {
+    for (int c = t; c < BN; c += nt) {
+        const int32_t gc = min(col0 + c, N - 1);
+        s.col[0][c] = kern::to_f32<D>(b[gc]);
+        s.col[1][c] = epi >= 5 ? ln.c[gc] : ln.residual_x ? ln.gamma[gc] : 0.f;
+        s.col[2][c] = epi == 4 && ln.residual_x ? ln.beta[gc] : 0.f;
+    }
+}
+
+/* (mean, rstd) of rows [r0, r0 + ROWS) into s.row by threads t = 0 .. nt - 1: x's statistics
+ * (epi 5, 6: in_stats over K columns) or the folded residual's (epi 4: residual_stats over N);
+ * (0, 0) for a plain residual and for rows past the live ones (nothing read for them). REGS:
+ * a row's partials loaded at once (kern::row_stats_one), else in a loop (the same bits; for
+ * warps whose registers were given to the consumers). */
+template <bool REGS, int BN, int ROWS>
+__device__ __forceinline__ void fold_rows(FoldStage<BN, ROWS> &s, const kern_linear_ln_t &ln,
+                                          int epi, int32_t r0, int32_t n_live, int32_t K, int32_t N,
+                                          int t, int nt) {
+    const bool none = epi == 4 && !ln.residual_x;
+    const int32_t cols = epi == 4 ? N : K;
+    const float *part = epi == 4 ? ln.residual_stats : ln.in_stats;
+    for (int i = t; i < ROWS; i += nt) {
+        const int32_t gr = r0 + i;
+        s.row[i] = none || gr >= n_live
+                       ? make_float2(0.f, 0.f)
+                       : kern::row_stats_one<REGS>(
+                             part + (int64_t)gr * (cols / KERN_STATS_COLS) * 2, cols, ln.eps);
+    }
+}
+
+/* Epilogues 4-6 on the fp32 pair v0, v1 (columns of the staged tile cl, cl + 1; the row's st),
+ * in place: 5 / 6: rstd (v - mean c) + b (then GELU); 4: v + b + the residual pair r (plain
+ * 16-bit of type D, or the folded stream normalised with st, gamma, beta; 0 for dead rows). */
+template <kern_dtype_t D, int BN, int ROWS>
+__device__ __forceinline__ void fold_pair(float &v0, float &v1, const FoldStage<BN, ROWS> &s,
+                                          int epi, bool folded, int cl, float2 st, uint32_t r) {
+    const float2 bb = *reinterpret_cast<const float2 *>(&s.col[0][cl]),
+                 c1 = *reinterpret_cast<const float2 *>(&s.col[1][cl]);
+    if (epi >= 5) {
+        v0 = __fmaf_rn(st.y, __fmaf_rn(-st.x, c1.x, v0), bb.x);
+        v1 = __fmaf_rn(st.y, __fmaf_rn(-st.x, c1.y, v1), bb.y);
+        if (epi == 6)
+            v0 = kern::gelu_erf(v0), v1 = kern::gelu_erf(v1);
+        return;
+    }
+    float r0 = kern::to_f32<D>((uint16_t)(r & 0xffffu)), r1 = kern::to_f32<D>((uint16_t)(r >> 16));
+    if (folded) {
+        const float2 c2 = *reinterpret_cast<const float2 *>(&s.col[2][cl]);
+        r0 = __fmaf_rn((r0 - st.x) * st.y, c1.x, c2.x);
+        r1 = __fmaf_rn((r1 - st.x) * st.y, c1.y, c2.y);
+    }
+    v0 += bb.x + r0;
+    v1 += bb.y + r1;
+}
+
+/* The residual epilogue 4 adds (plain 16-bit of type D, or the folded stream x) */
+template <kern_dtype_t D>
+__device__ __forceinline__ const uint16_t *fold_residual(const kern_linear_ln_t &ln) {
+    return ln.residual_x ? ln.residual_x : D == KERN_DTYPE_F16 ? ln.residual_f16 : ln.residual_bf16;
+}
+
+/* (sum, squared deviations from its mean) of one 64-column block whose values are spread over G
+ * aligned consecutive lanes, kV each (v); identical on those lanes (xor-shuffle sums). */
+template <int G, int kV> __device__ __forceinline__ float2 block_stats(const float (&v)[kV]) {
+    static_assert(G * kV == KERN_STATS_COLS, "one block of 64 columns");
+    float sum = 0.f;
+#pragma unroll
+    for (int e = 0; e < kV; e++)
+        sum += v[e];
+#pragma unroll
+    for (int o = 1; o < G; o *= 2)
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const float mean = sum * (1.0f / KERN_STATS_COLS);
+    float m2 = 0.f;
+#pragma unroll
+    for (int e = 0; e < kV; e++)
+        m2 = __fmaf_rn(v[e] - mean, v[e] - mean, m2);
+#pragma unroll
+    for (int o = 1; o < G; o *= 2)
+        m2 += __shfl_xor_sync(0xffffffffu, m2, o);
+    return make_float2(sum, m2);
+}
+
+/* Epilogues 4-6 on one consumer group's accumulators in the persistent path's layout (d[mi BN/2
+ * + 4 g + 2 h + e] is row rloc + 64 mi + lane / 4 + 8 h of the staged rows, global row0 + that,
+ * column col0 + 8 g + 2 (lane % 4) + e), in place before the 16-bit store; epilogue 4 also
+ * writes the live rows' statistics (a quad of lanes holds a row's 64-column block, 16 values
+ * each). No branch between a row's residual loads, so they are in flight together. */
+template <kern_dtype_t D, int MI, int BN, int ROWS>
+__device__ __forceinline__ void
+fold_tile(float *d, const kern_linear_ln_t &ln, const FoldStage<BN, ROWS> &s, int epi,
+          int32_t n_live, int32_t N, int32_t row0, int rloc, int32_t col0, int lane) {
+    const int q = lane % 4;
+    const bool folded = ln.residual_x != nullptr;
+    const uint16_t *res = fold_residual<D>(ln);
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int rl = rloc + mi * 64 + lane / 4 + 8 * h;
+            const int32_t gr = row0 + rl;
+            const bool live = gr < n_live;
+            const float2 st = s.row[rl];
+            float *row = d + mi * (BN / 2) + 2 * h;
+#pragma unroll
+            for (int j = 0; j < BN / 64; j++) { /* 64-column blocks: 8 residual pairs in flight */
+                uint32_t r[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+                if (epi == 4 && live)
+#pragma unroll
+                    for (int g = 0; g < 8; g++)
+                        r[g] = *reinterpret_cast<const uint32_t *>(
+                            res + (int64_t)gr * N + min(col0 + 64 * j + g * 8 + 2 * q, N - 2));
+#pragma unroll
+                for (int g = 8 * j; g < 8 * j + 8; g++)
+                    fold_pair<D>(row[4 * g], row[4 * g + 1], s, epi, folded, g * 8 + 2 * q, st,
+                                 r[g - 8 * j]);
+                if (epi != 4)
+                    continue;
+                float v[16];
+#pragma unroll
+                for (int g = 0; g < 8; g++)
+                    v[2 * g] = row[4 * (8 * j + g)], v[2 * g + 1] = row[4 * (8 * j + g) + 1];
+                const float2 bs = block_stats<4, 16>(v);
+                const int32_t cb = col0 + 64 * j;
+                if (q == 0 && live && cb < N)
+                    *reinterpret_cast<float2 *>(
+                        ln.out_stats +
+                        ((int64_t)gr * (N / KERN_STATS_COLS) + cb / KERN_STATS_COLS) * 2) = bs;
+            }
+        }
+}
+
+/* prefetch.global.L1 of the 128-byte lines of bytes [p, end) */
+__device__ __forceinline__ void prefetch_l1(const void *p, const void *end) {
+    for (const char *a = reinterpret_cast<const char *>((uintptr_t)p & ~(uintptr_t)127);
+         a < static_cast<const char *>(end); a += 128)
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(a)));
+}
+
+/* Epilogue 4's residual rows [r0, min(r1, n_live)) x columns [c0, c0 + BN), pulled into L1 by
+ * the staging warps while the main loop runs (the consumers read them from there right after it;
+ * prefetches are hints: nothing waits for them). Threads t = 0 .. nt - 1. */
+template <kern_dtype_t D, int BN>
+__device__ __forceinline__ void fold_prefetch(const kern_linear_ln_t &ln, int epi, int32_t r0,
+                                              int32_t r1, int32_t c0, int32_t n_live, int32_t N,
+                                              int t, int nt) {
+    if (epi != 4)
+        return;
+    const uint16_t *res = fold_residual<D>(ln);
+    const int32_t live = min(r1, n_live), cols = min(BN, N - c0);
+    for (int32_t r = r0 + t; r < live; r += nt)
+        prefetch_l1(res + (int64_t)r * N + c0, res + (int64_t)r * N + c0 + cols);
+}
+
 /* The residual stream ln carries (exactly one pointer is set: checked by the launcher) */
 __device__ __forceinline__ const void *residual_ptr(const kern_linear_ln_t &ln) {
     return ln.residual       ? (const void *)ln.residual
@@ -209,11 +386,96 @@ __device__ __forceinline__ void tile_origin(int32_t tile, int32_t n_col_tiles, i
     col0 = tile % n_col_tiles * BN;
 }
 
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN>
+/* The CTA's j-th tile, or -1 past its last. Plain: tiles blockIdx.x, + gridDim.x, ... (CTAs
+ * running side by side share x's row blocks in L2). CHUNK (the folding configurations): a
+ * contiguous range, so a CTA's consecutive tiles share a row block whose statistics are staged
+ * once (measured only with the kernels that still spilled, 16384 tokens: MiniLM qkv+fold 55.2 ->
+ * 53.3 us, ffn2+stats 46.2 -> 55.0; docs/results/2026-12-02-h200-session16 fold_interleave.patch
+ * is the A/B for today's). One tile per CTA (grid = tiles): blockIdx.x either way. */
+template <bool CHUNK> __device__ __forceinline__ int32_t cta_tile(int32_t j, int32_t n_tiles) {
+    if constexpr (CHUNK) {
+        const int32_t t = (int32_t)((int64_t)blockIdx.x * n_tiles / gridDim.x) + j;
+        return t < (int32_t)((int64_t)(blockIdx.x + 1) * n_tiles / gridDim.x) ? t : -1;
+    } else {
+        const int64_t t = (int64_t)blockIdx.x + (int64_t)j * gridDim.x;
+        return t < n_tiles ? (int32_t)t : -1;
+    }
+}
+
+/* The folded epilogues' operands, staged by the producer group's warps 1-3 (t = 0 .. 95). First,
+ * before the PDL wait, the columns (weights) of each group's first tile. Then (fold_stage), after
+ * the wait: one tile per CTA (ONE), the rank's rows into fold_s[0], read after the CTA barrier
+ * that follows the main loop; persistent, for each of the CTA's tiles in the consumers' order,
+ * each group's columns (once the group has read the stage's previous tile: empty[g]) and, when
+ * its row block changed, its rows into fold_s[g]; then full[g]. The stage of tile j is written
+ * while the consumers' main loop of tile j runs. */
+template <kern_dtype_t D, int NC, int BN, bool PP, bool ONE, int ROWS>
+__device__ __forceinline__ void fold_first_cols(FoldStage<BN, ROWS> *fold_s,
+                                                const kern_linear_ln_t &ln,
+                                                const uint16_t *__restrict__ b, int epi, int32_t N,
+                                                int32_t n_tiles, int32_t n_col_tiles, int t) {
+#pragma unroll
+    for (int g = 0; g < (ONE ? 1 : NC); g++) {
+        const int32_t tile = cta_tile<true>(PP ? g : 0, n_tiles);
+        if (tile >= 0)
+            fold_cols<D>(fold_s[g], ln, b, epi, tile % n_col_tiles * BN, N, t, 96);
+    }
+}
+
+template <kern_dtype_t D, int NC, int MI, int BN, int SPLIT, bool PP, bool ONE, bool REGS, int ROWS>
+__device__ __forceinline__ void
+fold_stage(FoldStage<BN, ROWS> *fold_s, uint64_t *full, uint64_t *empty, const kern_linear_ln_t &ln,
+           const uint16_t *__restrict__ b, int epi, int32_t n, int32_t K, int32_t N,
+           int32_t n_tiles, int32_t n_col_tiles, int rank, int t) {
+    constexpr int BM = 64 * MI * (PP ? 1 : NC);
+    const int32_t n_live = live_rows(ln, n);
+    if constexpr (ONE) {
+        int32_t row0, col0;
+        tile_origin<BM, BN>((int32_t)blockIdx.x, n_col_tiles, row0, col0);
+        const int32_t r0 = row0 + rank * (BM / SPLIT);
+        fold_prefetch<D, BN>(ln, epi, r0, r0 + ROWS, col0, n_live, N, t, 96);
+        fold_rows<REGS>(fold_s[0], ln, epi, r0, n_live, K, N, t, 96);
+    } else {
+        int32_t staged[NC]; /* the first row of each group's staged rows */
+#pragma unroll
+        for (int g = 0; g < NC; g++)
+            staged[g] = -1;
+        for (int32_t j = 0;; j++) {
+            const int32_t tile = cta_tile<true>(j, n_tiles);
+            if (tile < 0)
+                break;
+            int32_t row0, col0;
+            tile_origin<BM, BN>(tile, n_col_tiles, row0, col0);
+            const uint32_t u = PP ? (uint32_t)j / NC : (uint32_t)j; /* the group's u-th tile */
+#pragma unroll
+            for (int g = 0; g < NC; g++) {
+                if (PP && g != j % NC)
+                    continue;
+                const int32_t r0 = row0 + (PP ? 0 : g * MI * 64);
+                fold_prefetch<D, BN>(ln, epi, r0, r0 + ROWS, col0, n_live, N, t, 96);
+                if (u > 0) {
+                    mbar_wait(kern::smem_u32(&empty[g]), (u - 1) & 1u);
+                    fold_cols<D>(fold_s[g], ln, b, epi, col0, N, t, 96);
+                }
+                if (r0 != staged[g]) {
+                    fold_rows<REGS>(fold_s[g], ln, epi, r0, n_live, K, N, t, 96);
+                    staged[g] = r0;
+                }
+                mbar_arrive(kern::smem_u32(&full[g]));
+            }
+        }
+    }
+}
+
+/* EPI: a folded epilogue (4-6) compiled in, or -1: the epilogue epi (0-3) chosen at run time */
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN, int EPI>
 __device__ __forceinline__ void
 gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
           uint16_t *__restrict__ y, const uint16_t *__restrict__ b, const kern_linear_ln_t &ln,
           int32_t n, int32_t K, int32_t N, int epi) {
+    constexpr bool FOLD = EPI >= 4;
+    if constexpr (FOLD) /* the other folded epilogues' code and registers drop out */
+        epi = EPI;
     using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP, LN>;
     constexpr int BM = C::kBM;
     extern __shared__ unsigned char smem_raw[];
@@ -231,31 +493,47 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
     const int32_t my_nk = kt1 - kt0;
     /* LayerNorm: bias, gamma, beta of the tile's columns (staged with the residual, below) */
     __shared__ float ln_par[LN ? 3 : 1][LN ? BN : 1];
+    /* Folded: each consumer group's staged epilogue operands (one tile per CTA: the rank's rows),
+     * written by the producer group's warps 1-3; persistent: fold_full[g] (96 arrivals) says
+     * group g's stage holds its next tile, fold_empty[g] (1) that the group has read it */
+    constexpr int kFoldRows = C::kOneTile ? BM / SPLIT : 64 * MI;
+    __shared__ FoldStage<FOLD ? BN : 2, FOLD ? kFoldRows : 1> fold_s[FOLD && !C::kOneTile ? NC : 1];
+    __shared__ __align__(8) uint64_t fold_full[NC], fold_empty[NC];
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(kern::smem_u32(&full[s]), 1);
             mbar_init(kern::smem_u32(&empty[s]), PP ? 1 : NC); /* the groups that read it */
         }
+        if constexpr (FOLD && !C::kOneTile)
+            for (int g = 0; g < NC; g++) {
+                mbar_init(kern::smem_u32(&fold_full[g]), 96);
+                mbar_init(kern::smem_u32(&fold_empty[g]), 1);
+            }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     }
     __syncthreads();
 
-    /* Persistent: the CTA walks tiles blockIdx.x, + gridDim.x, ...; the ring's slot and phase
+    /* Persistent: the CTA walks its tiles (cta_tile); the ring's slot and phase
      * follow one K-slice counter `it` across tiles, so the producer fills the next tile's first
      * stages while the consumers store the last one. (Split-K grids have one tile per CTA.) */
     float d[C::kAcc];
     /* Three warp groups hold 65536 / 384 = 168 registers each: the producer gives most of its
      * share to the consumers, whose 96-128 accumulators would otherwise spill (192 spill even
-     * at 232 registers: no such configuration). */
-    constexpr bool kRebalance = NC == 2 && C::kAcc >= 96 && !LN;
+     * at 232 registers: no such configuration), and so do the folded epilogues' consumers (at
+     * 168 registers the 128x128 fold tile spilled in its epilogue: ncu, 297,888 local memory
+     * requests at MiniLM's QKV, 16384 tokens, 62 us against its plain twin's 37). */
+    constexpr bool kRebalance = NC == 2 && (C::kAcc >= 96 || FOLD) && !LN;
     if (wg == 0) {
         if constexpr (kRebalance)
             asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (t128 == 0) { /* the producer: one thread issues every copy */
             uint32_t it = 0;
-            for (int32_t tile = (int32_t)blockIdx.x; tile < n_tiles; tile += (int32_t)gridDim.x) {
+            for (int32_t jt = 0;; jt++) {
+                const int32_t tile = cta_tile<FOLD>(jt, n_tiles);
+                if (tile < 0)
+                    break;
                 int32_t row0, col0;
                 tile_origin<BM, BN>(tile, n_col_tiles, row0, col0);
                 int32_t t = 0;
@@ -302,8 +580,17 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                         ln_par[2][c] = ln.beta[c0 + c];
                     }
                 }
+            if constexpr (FOLD)
+                if (t128 >= 32)
+                    fold_first_cols<D, NC, BN, PP, C::kOneTile>(fold_s, ln, b, epi, N, n_tiles,
+                                                                n_col_tiles, t128 - 32);
             kern::pdl_wait();
             kern::pdl_trigger();
+            if constexpr (FOLD)
+                if (t128 >= 32)
+                    fold_stage<D, NC, MI, BN, SPLIT, PP, C::kOneTile, !kRebalance>(
+                        fold_s, fold_full, fold_empty, ln, b, epi, n, K, N, n_tiles, n_col_tiles,
+                        rank, t128 - 32);
             if constexpr (LN)
                 if (t128 >= 32) {
                     int32_t row0, col0; /* one tile per CTA */
@@ -317,6 +604,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
             asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         kern::pdl_wait();
         kern::pdl_trigger();
+        [[maybe_unused]] const int32_t n_live = FOLD ? live_rows(ln, n) : n;
         /* this group's 64-row blocks of the stage */
         const uint32_t a_off = PP ? 0u : (uint32_t)(wg - 1) * MI * 64 * 128;
         const int warp = t128 / 32, lane = t128 % 32;
@@ -326,8 +614,8 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
          * keep each group's wait on a slot within one phase of the slot's state (a group
          * skipping the other's slices could otherwise mistake an older phase for its own). */
         for (int32_t j = PP ? wg - 1 : 0;; j += PP ? NC : 1) {
-            const int32_t tile = (int32_t)blockIdx.x + j * (int32_t)gridDim.x;
-            if (tile >= n_tiles)
+            const int32_t tile = cta_tile<FOLD>(j, n_tiles);
+            if (tile < 0)
                 break;
             if constexpr (PP)
                 if (j > 0)
@@ -363,7 +651,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
             if (t128 == 0)
                 mbar_arrive(kern::smem_u32(&empty[(it - 1) % STAGES]));
             if constexpr (PP) /* the other group's turn, if it has a tile j + 1 */
-                if ((int64_t)blockIdx.x + (int64_t)(j + 1) * gridDim.x < n_tiles)
+                if (cta_tile<FOLD>(j + 1, n_tiles) >= 0)
                     turn_give(wg);
             if constexpr (!C::kOneTile) {
                 /* The epilogue: bias, GELU, D into this group's staging tile (64 MI rows, BN /
@@ -381,7 +669,14 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                  * the stores (asm volatile) fenced the loads and every pair waited on its own:
                  * the epilogue, latency-bound at one warp per scheduler, outlasted the other
                  * group's main loop (ncu, BERT-base FFN-up: 37% issue slots, tensor pipe 48%). */
-                if (epi >= 1)
+                if constexpr (FOLD) {
+                    /* the group's u-th tile's stage (handed back after the wg_bar below) */
+                    const int32_t grow0 = row0 + (PP ? 0 : (wg - 1) * MI * 64);
+                    const uint32_t u = PP ? (uint32_t)j / NC : (uint32_t)j;
+                    mbar_wait(kern::smem_u32(&fold_full[wg - 1]), u & 1u);
+                    fold_tile<D, MI, BN>(d, ln, fold_s[wg - 1], epi, n_live, N, grow0, warp * 16,
+                                         col0, lane);
+                } else if (epi >= 1)
 #pragma unroll
                     for (int g = 0; g < BN / 8; g++) {
                         const int32_t c = col0 + g * 8 + 2 * (lane % 4);
@@ -404,6 +699,9 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 if (t128 == 0)
                     bulk_wait_all<true>(); /* the last tile's stores have read the staging tile */
                 wg_bar(wg);
+                if constexpr (FOLD)
+                    if (t128 == 0) /* every lane has read the group's fold stage */
+                        mbar_arrive(kern::smem_u32(&fold_empty[wg - 1]));
 #pragma unroll
                 for (int mi = 0; mi < MI; mi++)
 #pragma unroll
@@ -451,7 +749,10 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
         int32_t row0, col0;
         tile_origin<BM, BN>((int32_t)blockIdx.x, n_col_tiles, row0, col0);
         const int warp = t128 / 32, lane = t128 % 32;
-        __syncthreads();
+        constexpr int kRows = BM / SPLIT, kChunks = BN / 8;
+        const int ct = (int)threadIdx.x - 128; /* consumer thread index */
+        [[maybe_unused]] const int32_t n_live = FOLD || LN ? live_rows(ln, n) : n;
+        __syncthreads(); /* also: the producer group's fold stage is written */
         float *Cs = reinterpret_cast<float *>(ring_ptr); /* [BM][kCS] */
         if (wg > 0)
 #pragma unroll
@@ -467,15 +768,17 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                     }
         cg::cluster_group cluster = cg::this_cluster();
         const int cn = LN ? (int)cluster.dim_blocks().x : 1, cx = LN ? (int)blockIdx.x % cn : 0;
-        constexpr int kRows = BM / SPLIT, kChunks = BN / 8;
-        const int ct = (int)threadIdx.x - 128; /* consumer thread index */
+        static_assert(!FOLD || ((kRows * kChunks) % (C::kThreads - 128) == 0 && BN % 64 == 0),
+                      "folded split epilogue: every lane takes the same number of rows, 8 lanes "
+                      "to a 64-column block");
         if constexpr (SPLIT > 1) {
             cluster.sync(); /* every rank's partial tile is visible cluster-wide */
             if (ct >= 0) {
                 for (int idx = ct; idx < kRows * kChunks; idx += C::kThreads - 128) {
                     const int r = rank * kRows + idx / kChunks, c = idx % kChunks * 8;
                     const int32_t gr = row0 + r, gc = col0 + c;
-                    if (!LN && (gr >= n || gc >= N))
+                    const bool in = gr < n && gc < N;
+                    if (!LN && !FOLD && !in) /* the folded epilogue's shuffles need every lane */
                         continue;
                     float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
@@ -491,6 +794,30 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                         float *dst = Cs + r * C::kCS + c;
                         *reinterpret_cast<float4 *>(dst) = make_float4(v[0], v[1], v[2], v[3]);
                         *reinterpret_cast<float4 *>(dst + 4) = make_float4(v[4], v[5], v[6], v[7]);
+                    } else if constexpr (FOLD) {
+                        /* 8 lanes (aligned) hold a row's 64-column block, 8 values each */
+                        const bool live = gr < n_live;
+                        uint32_t rp[4] = {0u, 0u, 0u, 0u};
+                        if (epi == 4 && live && gc < N)
+#pragma unroll
+                            for (int e = 0; e < 4; e++)
+                                rp[e] = *reinterpret_cast<const uint32_t *>(
+                                    fold_residual<D>(ln) + (int64_t)gr * N + gc + 2 * e);
+                        const float2 st = fold_s[0].row[r - rank * kRows];
+#pragma unroll
+                        for (int e = 0; e < 8; e += 2)
+                            fold_pair<D>(v[e], v[e + 1], fold_s[0], epi, ln.residual_x != nullptr,
+                                         c + e, st, rp[e / 2]);
+                        if (epi == 4) {
+                            const float2 bs = block_stats<8, 8>(v);
+                            if (lane % 8 == 0 && live && gc < N)
+                                *reinterpret_cast<float2 *>(
+                                    ln.out_stats +
+                                    ((int64_t)gr * (N / KERN_STATS_COLS) + gc / KERN_STATS_COLS) *
+                                        2) = bs;
+                        }
+                        if (in)
+                            kern::store16<D, 8>(y + (int64_t)gr * N + gc, v);
                     } else {
 #pragma unroll
                         for (int e = 0; e < 8; e += 2)
@@ -517,7 +844,6 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
              * cost a second barrier and the remote loads' latency) */
             __shared__ float2 stats[kMaxCN][kRows];
             static_assert(kRows % 4 == 0, "whole row quads");
-            const int32_t n_live = live_rows(ln, n);
             const int wi = (int)threadIdx.x / 32, g = lane % 8;
             const unsigned char *resid = ring_ptr + C::kResidOff; /* dense [kRows][BN] */
             const bool r32 = ln.residual != nullptr, rf16 = ln.residual_f16 != nullptr;
@@ -618,28 +944,29 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* empty for other archs */
-#define EMBER_GEMM_BODY(LN)                                                                        \
-    gemm_body<D, NC, MI, BN, STAGES, SPLIT, PP, LN>(&tx, &tw, &ty, y, b, ln, n, K, N, epi)
+#define EMBER_GEMM_BODY(LN, EPI)                                                                   \
+    gemm_body<D, NC, MI, BN, STAGES, SPLIT, PP, LN, EPI>(&tx, &tw, &ty, y, b, ln, n, K, N, epi)
 #else
-#define EMBER_GEMM_BODY(LN) (void)0
+#define EMBER_GEMM_BODY(LN, EPI) (void)0
 #endif
 
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
+/* EPI: one of the folded LayerNorm's epilogues (4-6), or -1: epilogue 0-2 by epi */
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, int EPI>
 __global__ void __launch_bounds__(128 * (NC + 1))
     k_gemm(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
            const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
            const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
            int32_t N, int epi) {
-    EMBER_GEMM_BODY(false);
+    EMBER_GEMM_BODY(false, EPI);
 }
 
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP>
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, int EPI>
 __global__ void __cluster_dims__(1, 1, SPLIT) __launch_bounds__(128 * (NC + 1))
     k_gemm_split(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                  const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
                  const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
                  int32_t N, int epi) {
-    EMBER_GEMM_BODY(false);
+    EMBER_GEMM_BODY(false, EPI);
 }
 
 /* The sublayer end fused: launched in clusters of (N / BN, 1, SPLIT), set at launch. */
@@ -649,7 +976,7 @@ __global__ void __launch_bounds__(128 * (NC + 1))
               const __grid_constant__ CUtensorMap ty, uint16_t *__restrict__ y,
               const uint16_t *__restrict__ b, const kern_linear_ln_t ln, int32_t n, int32_t K,
               int32_t N, int epi) {
-    EMBER_GEMM_BODY(true);
+    EMBER_GEMM_BODY(true, -1);
 }
 #undef EMBER_GEMM_BODY
 
@@ -658,43 +985,54 @@ typedef void (*kernel_t)(CUtensorMap, CUtensorMap, CUtensorMap, uint16_t *, cons
 
 struct Entry {
     const char *name;
-    kernel_t kernel[2]; /* by kern_dtype_t: bf16, binary16 */
+    /* by kern_dtype_t (bf16, binary16) and, for the folding ones, epilogue - 4 (one kernel per
+     * folded epilogue: compiled together, all three dragged each other's registers and code
+     * along, and the 128x128 tile spilled); the others run every epilogue from [d][0] */
+    kernel_t kernel[2][3];
     int bm, bn, threads, split;
     bool ln;      /* fuses the sublayer end (epilogue 3 only) */
+    bool fold;    /* the folded LayerNorm's epilogues (4-6 only) */
     int out_rows; /* the rows of one consumer group's output store (64 MI) */
     size_t smem;
     int32_t min_n, max_n; /* the rows at which the tuner times it */
 };
 
-template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN>
+template <kern_dtype_t D, int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN, int EPI>
 constexpr kernel_t kernel_of() {
     if constexpr (LN)
         return k_gemm_ln<D, NC, MI, BN, STAGES, SPLIT, PP>;
     else if constexpr (SPLIT > 1)
-        return k_gemm_split<D, NC, MI, BN, STAGES, SPLIT, PP>;
+        return k_gemm_split<D, NC, MI, BN, STAGES, SPLIT, PP, EPI>;
     else
-        return k_gemm<D, NC, MI, BN, STAGES, SPLIT, PP>;
+        return k_gemm<D, NC, MI, BN, STAGES, SPLIT, PP, EPI>;
 }
+/* the kernels of one dtype: epilogues 4, 5, 6 when folding, else the one kernel three times */
+#define EMBER_KERNELS(D)                                                                           \
+    {                                                                                              \
+        kernel_of<D, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD ? 4 : -1>(),                          \
+            kernel_of<D, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD ? 5 : -1>(),                      \
+            kernel_of<D, NC, MI, BN, STAGES, SPLIT, PP, LN, FOLD ? 6 : -1>()                       \
+    }
 
-template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP = false, bool LN = false>
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP = false, bool LN = false,
+          bool FOLD = false>
 constexpr Entry entry(const char *name, int32_t min_n, int32_t max_n) {
     using C = Cfg<NC, MI, BN, STAGES, SPLIT, PP, LN>;
-    return Entry{name,
-                 {kernel_of<KERN_DTYPE_BF16, NC, MI, BN, STAGES, SPLIT, PP, LN>(),
-                  kernel_of<KERN_DTYPE_F16, NC, MI, BN, STAGES, SPLIT, PP, LN>()},
-                 C::kBM,
-                 BN,
-                 C::kThreads,
-                 SPLIT,
-                 LN,
-                 64 * MI,
-                 C::kSmem,
-                 min_n,
-                 max_n};
+    return Entry{name,        {EMBER_KERNELS(KERN_DTYPE_BF16), EMBER_KERNELS(KERN_DTYPE_F16)},
+                 C::kBM,      BN,
+                 C::kThreads, SPLIT,
+                 LN,          FOLD,
+                 64 * MI,     C::kSmem,
+                 min_n,       max_n};
 }
+#undef EMBER_KERNELS
 template <int NC, int MI, int BN, int STAGES, int SPLIT>
 constexpr Entry entry_ln(const char *name, int32_t min_n, int32_t max_n) {
     return entry<NC, MI, BN, STAGES, SPLIT, false, true>(name, min_n, max_n);
+}
+template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP = false>
+constexpr Entry entry_fold(const char *name, int32_t min_n, int32_t max_n) {
+    return entry<NC, MI, BN, STAGES, SPLIT, PP, false, true>(name, min_n, max_n);
 }
 
 /* Small n: 64-row tiles, split-K to fill the GPU while W streams through once. Large n: 128- and
@@ -721,6 +1059,15 @@ const Entry kConfigs[] = {
     entry_ln<1, 1, 192, 5, 2>("wgmma 64x192 s5 ln splitk2", 1, 512),
     entry_ln<1, 1, 192, 5, 4>("wgmma 64x192 s5 ln splitk4", 1, 512),
     entry_ln<2, 1, 128, 4, 1>("wgmma 128x128 s4 ln", 256, 1 << 30),
+    /* the folded LayerNorm's epilogues, on the tiles that win elsewhere at small and large n */
+    entry_fold<1, 1, 64, 8, 1>("wgmma 64x64 s8 fold", 1, 1024),
+    entry_fold<1, 1, 64, 8, 2>("wgmma 64x64 s8 splitk2 fold", 1, 512),
+    entry_fold<1, 1, 64, 8, 4>("wgmma 64x64 s8 splitk4 fold", 1, 512),
+    entry_fold<1, 1, 128, 6, 1>("wgmma 64x128 s6 fold", 1, 2048),
+    entry_fold<2, 1, 128, 5, 1>("wgmma 128x128 s5 fold", 256, 1 << 30),
+    entry_fold<2, 1, 192, 4, 1>("wgmma 128x192 s4 fold", 512, 1 << 30),
+    entry_fold<2, 2, 128, 4, 1, true>("wgmma 128x128 s4 pingpong fold", 512, 1 << 30),
+    entry_fold<2, 1, 192, 5, 1, true>("wgmma 64x192 s5 pingpong fold", 512, 1 << 30),
 };
 constexpr int32_t kNConfigs = (int32_t)(sizeof kConfigs / sizeof *kConfigs);
 static_assert(kNConfigs <= 64, "g_cluster_ok has 64 rows");
@@ -782,7 +1129,7 @@ std::atomic<int> g_cluster_ok[2][64][17];
 
 bool s_cluster_fits(int32_t config, kern_dtype_t dtype, int size) {
     const Entry &e = kConfigs[config];
-    const kernel_t kernel = e.kernel[dtype];
+    const kernel_t kernel = e.kernel[dtype][0]; /* a LayerNorm configuration: one kernel */
     std::atomic<int> &known = g_cluster_ok[dtype][config][size];
     int v = known.load(std::memory_order_relaxed);
     if (v == 0) {
@@ -811,6 +1158,22 @@ bool s_cluster_fits(int32_t config, kern_dtype_t dtype, int size) {
     return v == 1;
 }
 
+/* The operands of folded epilogue epi (4-6; kern_linear_ln_t in linear.h) are there and fit. */
+bool s_fold_ok(int epi, kern_dtype_t dtype, const kern_linear_ln_t *ln, int32_t in, int32_t out) {
+    const int32_t cols = epi == 4 ? out : in;
+    if (!ln || !(ln->eps >= 0.f) || cols % KERN_STATS_COLS || cols > KERN_STATS_MAX_COLS)
+        return false;
+    if (epi >= 5) /* the statistics are read as float2 (kern::row_stats_one) */
+        return ln->in_stats && ((uintptr_t)ln->in_stats & 7u) == 0 && ln->c;
+    const uint16_t *plain = dtype == KERN_DTYPE_F16 ? ln->residual_f16 : ln->residual_bf16;
+    const uint16_t *other = dtype == KERN_DTYPE_F16 ? ln->residual_bf16 : ln->residual_f16;
+    return ln->out_stats && !ln->residual && !other && !!plain + !!ln->residual_x == 1 &&
+           (!ln->residual_x || (ln->residual_stats && ((uintptr_t)ln->residual_stats & 7u) == 0 &&
+                                ln->gamma && ln->beta)) &&
+           ((uintptr_t)(plain ? plain : ln->residual_x) & 3u) == 0 &&
+           ((uintptr_t)ln->out_stats & 7u) == 0;
+}
+
 } // namespace
 
 int32_t kern_gemm_wgmma_count(void) {
@@ -823,6 +1186,10 @@ const char *kern_gemm_wgmma_name(int32_t config) {
 
 bool kern_gemm_wgmma_fuses_ln(int32_t config) {
     return config >= 0 && config < kNConfigs && kConfigs[config].ln;
+}
+
+bool kern_gemm_wgmma_folds(int32_t config) {
+    return config >= 0 && config < kNConfigs && kConfigs[config].fold;
 }
 
 bool kern_sm90a_device(void) {
@@ -870,13 +1237,16 @@ int kern_gemm_wgmma_prepare(int32_t config, kern_dtype_t dtype, com_error_t *err
         g_encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
     }
     const Entry &e = kConfigs[config];
-    const kernel_t kernel = e.kernel[dtype];
-    KERN_CUDA_TRY(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)e.smem),
-        err);
-    if (e.ln)
+    for (int v = 0; v < (e.fold ? 3 : 1); v++) {
+        const kernel_t kernel = e.kernel[dtype][v];
         KERN_CUDA_TRY(
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), err);
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)e.smem),
+            err);
+        if (e.ln)
+            KERN_CUDA_TRY(
+                cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                err);
+    }
     return 0;
 }
 
@@ -886,10 +1256,10 @@ int kern_gemm_wgmma_cuda(int32_t config, kern_dtype_t dtype, int epi, uint16_t *
                          cudaStream_t stream, com_error_t *err) {
     if (!s_dtype_ok(dtype))
         return com_error_set(err, COM_EINVAL, "gemm_wgmma: dtype %d", (int)dtype);
-    const bool fuses_ln = kern_gemm_wgmma_fuses_ln(config);
-    if (!kern_gemm_wgmma_valid(config, dtype, n, in, out) || epi < 0 || epi > 3 ||
-        (epi == 3) != fuses_ln || !y || !x || !w || (epi >= 1 && !b) || !kern::aligned16(y) ||
-        !kern::aligned16(x) || !kern::aligned16(w) || !g_encode)
+    const bool fuses_ln = kern_gemm_wgmma_fuses_ln(config), folds = kern_gemm_wgmma_folds(config);
+    if (!kern_gemm_wgmma_valid(config, dtype, n, in, out) || epi < 0 || epi > 6 ||
+        (epi == 3) != fuses_ln || (epi >= 4) != folds || !y || !x || !w || (epi >= 1 && !b) ||
+        !kern::aligned16(y) || !kern::aligned16(x) || !kern::aligned16(w) || !g_encode)
         return com_error_set(err, COM_EINVAL,
                              "gemm_wgmma: config %d, %dx%dx%d, epilogue %d: unsupported shape, "
                              "epilogue, unaligned pointers or not prepared",
@@ -910,6 +1280,14 @@ int kern_gemm_wgmma_cuda(int32_t config, kern_dtype_t dtype, int epi, uint16_t *
         /* y is binary16 too: a second store of the same values to the same place is not needed */
         if (dtype == KERN_DTYPE_F16 && lnv.out_f16 == y)
             lnv.out_f16 = nullptr;
+    } else if (epi >= 4) {
+        if (!s_fold_ok(epi, dtype, ln, in, out))
+            return com_error_set(err, COM_EINVAL,
+                                 "gemm_wgmma: folded LayerNorm epilogue %d, %dx%d: needs 64-column "
+                                 "blocks (<= %d columns), eps >= 0, and the operands of "
+                                 "kern_linear_ln_t that the epilogue names",
+                                 epi, (int)in, (int)out, KERN_STATS_MAX_COLS);
+        lnv = *ln;
     }
     const Entry &e = kConfigs[config];
     CUtensorMap tx, tw, ty;
@@ -931,8 +1309,9 @@ int kern_gemm_wgmma_cuda(int32_t config, kern_dtype_t dtype, int epi, uint16_t *
     /* LayerNorm: a row block's column tiles and K ranges form one cluster (split-K alone has
      * its cluster shape compiled in) */
     const dim3 cluster = e.ln ? dim3((unsigned)col_tiles, 1u, (unsigned)e.split) : dim3(1, 1, 1);
-    KERN_CUDA_TRY(kern::launch_cluster(e.kernel[dtype], grid, cluster, dim3((unsigned)e.threads),
-                                       e.smem, stream, tx, tw, ty, y, b, lnv, n, in, out, epi),
+    KERN_CUDA_TRY(kern::launch_cluster(e.kernel[dtype][e.fold ? epi - 4 : 0], grid, cluster,
+                                       dim3((unsigned)e.threads), e.smem, stream, tx, tw, ty, y, b,
+                                       lnv, n, in, out, epi),
                   err);
     return 0;
 }

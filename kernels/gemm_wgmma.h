@@ -27,10 +27,15 @@ int kern_gemm_wgmma_prepare(int32_t config, kern_dtype_t dtype, com_error_t *err
  * LayerNorm statistics. These run only epilogue 3 and the others only 0-2. Their valid() also
  * requires out % BN == 0 and at most 16 CTAs per cluster (out / BN x split). */
 bool kern_gemm_wgmma_fuses_ln(int32_t config);
+/* true iff config is one of the configurations with the folded LayerNorm's epilogues (4-6,
+ * KERN_LINEAR_BIAS_ADD_STATS / LN_BIAS / LN_BIAS_GELU, kernels/row_stats.h); these run only
+ * those, and no other configuration runs them. */
+bool kern_gemm_wgmma_folds(int32_t config);
 /* As kern_gemm_mma_cuda (epi 0 none, 1 bias, 2 bias + erf GELU; x, w, b, y of type dtype; w and
  * b read before the PDL wait), plus epi 3 (KERN_LINEAR_BIAS_ADD_LN) with ln's operands
  * (ln->scratch unused; y, the LayerNorm output, in dtype, the residual and out_f32 / out_f16 of
- * their own types), only for the configurations that fuse it; ln is ignored for epi 0-2.
+ * their own types), only for the configurations that fuse it, and epi 4-6 with ln's folded
+ * operands, only for the configurations that fold; ln is ignored for epi 0-2.
  * Encodes the tensor maps on the host (no device work), so it stays capture-safe. */
 int kern_gemm_wgmma_cuda(int32_t config, kern_dtype_t dtype, int epi, uint16_t *y,
                          const uint16_t *x, const uint16_t *w, const uint16_t *b,

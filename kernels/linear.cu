@@ -17,7 +17,9 @@
  * residual and normalises into y (its out_bf16 or, in an f16 plan, its out_f16); fused, one of
  * gemm_wgmma.cu's LayerNorm configurations (kern_gemm_wgmma_fuses_ln) does it all in its
  * epilogue. Those run nothing else, so which of our configurations a plan may use depends on its
- * epilogue: s_own_valid, the one place that says so.
+ * epilogue: s_own_valid, the one place that says so. The folded LayerNorm's epilogues (4-6,
+ * kernels/row_stats.h) have no cuBLASLt form: only gemm_wgmma.cu's folding configurations run
+ * them, and a folded plan asked for rank 0 starts from the first of those.
  * The heuristic runs once, in kern_linear_plan_new (start-up), which also sets up the
  * shared-memory limits of the configurations of ours the plan can ever launch (the one a
  * negative rank names; those the tuner may time, s_tunable); kern_linear_cuda only launches with
@@ -35,6 +37,7 @@
 #include "kernels/gemm_wgmma.h"
 #include "kernels/kern_cuda_dev.cuh"
 #include "kernels/linear.h"
+#include "kernels/row_stats.h"
 
 struct kern_linear_plan {
     int32_t n, in, out;
@@ -53,7 +56,12 @@ struct kern_linear_plan {
 };
 
 static bool s_has_bias(kern_linear_epilogue_t e) {
-    return e == KERN_LINEAR_BIAS || e == KERN_LINEAR_BIAS_GELU || e == KERN_LINEAR_BIAS_ADD_LN;
+    return e != KERN_LINEAR_NONE;
+}
+
+/* the folded LayerNorm's epilogues (4-6), which only our folding configurations run */
+static bool s_folded(kern_linear_epilogue_t e) {
+    return e >= KERN_LINEAR_BIAS_ADD_STATS;
 }
 
 /* Our configurations: gemm_mma.cu's (mma.sync, any sm_80+ device) numbered first, then
@@ -68,13 +76,23 @@ static bool s_own_fuses_ln(int32_t c) {
     return c >= m && kern_gemm_wgmma_fuses_ln(c - m);
 }
 
+/* true iff our configuration c is one of gemm_wgmma's with the folded epilogues */
+static bool s_own_folds(int32_t c) {
+    const int32_t m = kern_gemm_mma_count();
+    return c >= m && kern_gemm_wgmma_folds(c - m);
+}
+
 /* Our configuration c can run a plan of epilogue epi at this shape. The fusing configurations
- * run only BIAS_ADD_LN; the others run every epilogue, BIAS_ADD_LN the unfused way (their bias
- * GEMM into ln->scratch, then the LayerNorm kernel). */
+ * run only BIAS_ADD_LN, the folding ones only the folded epilogues (on whole 64-column blocks);
+ * the others run the rest, BIAS_ADD_LN the unfused way (their bias GEMM into ln->scratch, then
+ * the LayerNorm kernel). */
 static bool s_own_valid(int32_t c, kern_linear_epilogue_t epi, kern_dtype_t dtype, int32_t n,
                         int32_t in, int32_t out) {
     const int32_t m = kern_gemm_mma_count();
-    if (s_own_fuses_ln(c) && epi != KERN_LINEAR_BIAS_ADD_LN)
+    if ((s_own_fuses_ln(c) && epi != KERN_LINEAR_BIAS_ADD_LN) || s_own_folds(c) != s_folded(epi))
+        return false;
+    const int32_t stats_cols = epi == KERN_LINEAR_BIAS_ADD_STATS ? out : in;
+    if (s_folded(epi) && (stats_cols % KERN_STATS_COLS || stats_cols > KERN_STATS_MAX_COLS))
         return false;
     return c < m ? kern_gemm_mma_valid(c, n, in, out)
                  : kern_gemm_wgmma_valid(c - m, dtype, n, in, out);
@@ -96,7 +114,7 @@ static int s_own_prepare(int32_t c, kern_dtype_t dtype, com_error_t *err) {
                  : kern_gemm_wgmma_prepare(c - m, dtype, err);
 }
 
-/* ln: epi 3 only (a fusing configuration), else NULL */
+/* ln: epi 3 (a fusing configuration) and 4-6 (a folding one), else NULL */
 static int s_own_run(int32_t c, kern_dtype_t dtype, int epi, uint16_t *y, const uint16_t *x,
                      const uint16_t *w, const uint16_t *b, const kern_linear_ln_t *ln, int32_t n,
                      int32_t in, int32_t out, cudaStream_t stream, com_error_t *err) {
@@ -205,7 +223,9 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
         st = cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->a, p->b, p->c, p->c, pref, kMaxAlgos, res,
                                             &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS && rank < 0)
+    if (s_folded(p->epi))
+        found = 0; /* cuBLASLt has no such epilogue */
+    else if (st != CUBLAS_STATUS_SUCCESS && rank < 0)
         found = 0; /* our own configuration does not need cuBLASLt's offer */
     else
         KERN_CUBLAS_TRY(st, err);
@@ -229,6 +249,16 @@ static int s_plan_init(kern_linear_plan_t *p, cublasLtHandle_t lt, size_t worksp
             if (rc != 0)
                 return rc;
         }
+    if (s_folded(p->epi) && rank >= 0) { /* rank 0 of a folded plan: the first we would time */
+        for (int32_t c = 0; c < kern_linear_own_count() && rank >= 0; c++)
+            if (s_tunable(p, c))
+                rank = KERN_LINEAR_OWN(c);
+        if (rank >= 0)
+            return com_error_set(err, COM_EUNSUPPORTED,
+                                 "linear plan %dx%dx%d epilogue %d: none of our configurations "
+                                 "folds the LayerNorm at this shape on this device",
+                                 (int)p->n, (int)p->in, (int)p->out, (int)p->epi);
+    }
     if (rank < 0) {
         const int32_t c = -1 - rank;
         if (c < kern_linear_own_count() && s_own_valid(c, p->epi, p->dtype, p->n, p->in, p->out)) {
@@ -258,8 +288,7 @@ extern "C" int kern_linear_plan_new(cublasLtHandle_t lt, int32_t n, int32_t in, 
                                     com_error_t *err) {
     *out_plan = NULL;
     if (!lt || n < 1 || in < 1 || out < 1 || rank < KERN_LINEAR_OWN(kern_linear_own_count() - 1) ||
-        (epi != KERN_LINEAR_NONE && epi != KERN_LINEAR_BIAS && epi != KERN_LINEAR_BIAS_GELU &&
-         epi != KERN_LINEAR_BIAS_ADD_LN))
+        epi < KERN_LINEAR_NONE || epi > KERN_LINEAR_LN_BIAS_GELU)
         return com_error_set(err, COM_EINVAL, "linear plan: n %d, in %d, out %d, epi %d, rank %d",
                              (int)n, (int)in, (int)out, (int)epi, (int)rank);
     if (dtype != KERN_DTYPE_BF16 && dtype != KERN_DTYPE_F16)
@@ -311,7 +340,7 @@ static int s_run(cublasLtHandle_t lt, const kern_linear_plan_t *p, int32_t rank,
     int rc = 0;
     if (rank < 0) {
         rc = s_own_run(-1 - rank, p->dtype, ln_kernel ? (int)KERN_LINEAR_BIAS : (int)p->epi, g, x,
-                       w, b, NULL, p->n, p->in, p->out, stream, err);
+                       w, b, s_folded(p->epi) ? ln : NULL, p->n, p->in, p->out, stream, err);
     } else {
         const float alpha = 1.0f, beta = 0.0f;
         KERN_CUBLAS_TRY(cublasLtMatmul(lt, p->op, &alpha, w, p->a, x, p->b, &beta, g, p->c, g, p->c,
@@ -325,10 +354,41 @@ static int s_run(cublasLtHandle_t lt, const kern_linear_plan_t *p, int32_t rank,
     return rc;
 }
 
-/* ln for plan p: required (and consistent) iff its epilogue is BIAS_ADD_LN, else ignored.
- * Returns 0 or COM_EINVAL. */
+/* ln for a folded plan p (epilogues 4-6; linear.h): the operands its epilogue names, none of the
+ * statistics or the output overlapping what the kernel reads while others write it. Returns 0 or
+ * COM_EINVAL. */
+static int s_fold_check(const kern_linear_plan_t *p, const uint16_t *y, const uint16_t *x,
+                        const kern_linear_ln_t *ln, const char *who, com_error_t *err) {
+    if (!ln || !(ln->eps >= 0.f))
+        return com_error_set(err, COM_EINVAL, "%s: epilogue %d needs ln with eps >= 0", who,
+                             (int)p->epi);
+    if (p->epi != KERN_LINEAR_BIAS_ADD_STATS) {
+        if (!ln->in_stats || !ln->c)
+            return com_error_set(err, COM_EINVAL, "%s: epilogue %d needs ln->in_stats and ln->c",
+                                 who, (int)p->epi);
+        return 0;
+    }
+    const uint16_t *plain = p->dtype == KERN_DTYPE_F16 ? ln->residual_f16 : ln->residual_bf16;
+    const uint16_t *other = p->dtype == KERN_DTYPE_F16 ? ln->residual_bf16 : ln->residual_f16;
+    if (ln->residual || other || !!plain + !!ln->residual_x != 1 || !ln->out_stats ||
+        (ln->residual_x && (!ln->residual_stats || !ln->gamma || !ln->beta)))
+        return com_error_set(err, COM_EINVAL,
+                             "%s: BIAS_ADD_STATS needs out_stats and exactly one residual: of the "
+                             "plan's dtype, or residual_x with residual_stats, gamma and beta",
+                             who);
+    /* other tiles still read the residual's statistics and x while this one writes */
+    if (ln->out_stats == ln->residual_stats || y == ln->residual_x || y == plain || y == x)
+        return com_error_set(err, COM_EINVAL,
+                             "%s: BIAS_ADD_STATS's y and out_stats must not be its inputs", who);
+    return 0;
+}
+
+/* ln for plan p: required (and consistent) iff its epilogue is BIAS_ADD_LN or a folded one, else
+ * ignored. Returns 0 or COM_EINVAL. */
 static int s_ln_check(const kern_linear_plan_t *p, const uint16_t *y, const uint16_t *x,
                       const kern_linear_ln_t *ln, const char *who, com_error_t *err) {
+    if (s_folded(p->epi))
+        return s_fold_check(p, y, x, ln, who, err);
     if (p->epi != KERN_LINEAR_BIAS_ADD_LN)
         return 0;
     if (!ln)

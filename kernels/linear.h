@@ -33,6 +33,15 @@ typedef enum kern_linear_epilogue {
     /* the post-LN sublayer end: y = LayerNorm(x W^T + b + residual) * gamma + beta, with the
      * operands of kern_linear_ln_t (CUDA only; kern_add_layernorm_ref is its reference) */
     KERN_LINEAR_BIAS_ADD_LN = 3,
+    /* The folded LayerNorm (kernels/row_stats.h; CUDA, our configurations that fold only,
+     * operands in kern_linear_ln_t): a post-LN sublayer end that does not normalise,
+     * y = x W^T + b + residual, and y's row statistics (out_stats); */
+    KERN_LINEAR_BIAS_ADD_STATS = 4,
+    /* a GEMM whose input x is such a sublayer end's output and whose W (and b) were scaled by
+     * that LayerNorm's gamma (and shifted by W beta): y = rstd (x W^T - mean c) + b, the row's
+     * mean and rstd from in_stats, which is LN(x) W^T + b; then erf-GELU for _GELU */
+    KERN_LINEAR_LN_BIAS = 5,
+    KERN_LINEAR_LN_BIAS_GELU = 6,
 } kern_linear_epilogue_t;
 
 /* The extra operands of KERN_LINEAR_BIAS_ADD_LN (device pointers). The residual stream is fp32
@@ -55,6 +64,20 @@ typedef struct kern_linear_ln {
      * plan's algorithm runs the LayerNorm as a kernel of its own (cuBLASLt, gemm_mma: the GEMM's
      * sum is then rounded to 16 bits before the add, as the unfused layer does) */
     uint16_t *scratch;
+    /* The folded epilogues (4-6; rows t >= *n_rows, when n_rows is set, read as mean 0 and
+     * rstd 0, their statistics are not written and their y is unspecified; eps is the
+     * LayerNorm's):
+     * BIAS_ADD_STATS: the residual is either residual_bf16 / residual_f16 (of the plan's dtype:
+     * a stream that was normalised) or residual_x, a folded stream in the plan's dtype,
+     * normalised on the fly with residual_stats, gamma and beta (the LayerNorm it skipped);
+     * out_stats [n, out / 64, 2] receives y's statistics (from the fp32 sums). out % 64 == 0.
+     * LN_BIAS(_GELU): in_stats [n, in / 64, 2] are x's statistics, c [out] fp32 the rows' sums
+     * of W as the plan reads it (16-bit). in % 64 == 0. */
+    const uint16_t *residual_x;
+    const float *residual_stats;
+    float *out_stats;
+    const float *in_stats;
+    const float *c;
 } kern_linear_ln_t;
 
 #ifdef EMBER_HAVE_CUDA

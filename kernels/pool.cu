@@ -14,10 +14,23 @@
  * earlier store-then-rescale cost a PCIe read per thread. Hidden <= 8192. Every per-batch
  * number (n_seqs, out_dim, normalize) comes from device memory, so the launch (grid =
  * min(max_seqs, 512) blocks, R x hidden floats of shared memory) is the same for every batch
- * of a bucket. Stream: the caller's. Tested by tests/test_kernels_cuda.c; timed by
- * bench_kernels_cuda ("pool"). */
+ * of a bucket.
+ *
+ * Folded (kern_pool_folded_cuda): the same kernel over a 16-bit pre-LN stream x and its row
+ * statistics (kernels/row_stats.h); only the reading of a row differs (the Rows policies below).
+ * A row reads as (x - mean_t) rstd_t, 8 values per 16-byte load; LayerNorm's gamma and beta are
+ * applied once to the pooled value, as they commute with CLS, last and mean. Each token's (mean,
+ * rstd) is computed once per block, by one thread (kern::row_stats_one, the bits of every other
+ * consumer) into shared memory, for up to kThreads tokens at a time (a chunk; the mean sums
+ * continue in the shared partial rows across chunks). With 8 values per load a thread owns at
+ * most one column group (hidden <= 8192), so the chunk barriers sit outside every per-thread
+ * loop. Shared memory: R x hidden floats (at most 32 KiB) + kThreads float2.
+ *
+ * Stream: the caller's. Tested by tests/test_kernels_cuda.c; timed by bench_kernels_cuda
+ * ("pool mean+L2", "pool folded mean+L2"). */
 #include "kernels/kern_cuda_dev.cuh"
 #include "kernels/pool.h"
+#include "kernels/row_stats.cuh"
 
 namespace {
 
@@ -45,13 +58,70 @@ template <> struct Vec<4> {
     }
 };
 
-template <int V>
+/* How the kernel reads the token rows, the one difference between the two poolings: rows of
+ * In, kV values per vector VT; add() sums a vector of a row with statistics st into acc, at()
+ * reads one value, affine() maps the pooled value of dim d to the output's. */
+template <int V> struct RowsF32 { /* the fp32 hidden state as it is */
+    using In = float;
+    using VT = typename Vec<V>::T;
+    static constexpr int kV = V;
+    static constexpr bool kStats = false;
+    __device__ static void add(float *acc, VT x, float2) {
+        Vec<V>::add(acc, x);
+    }
+    __device__ static float at(const float *h, int64_t i, float2) {
+        return h[i];
+    }
+    __device__ static float affine(float v, const float *, const float *, int32_t) {
+        return v;
+    }
+};
+template <kern_dtype_t D> struct RowsFolded { /* LN(x) of a folded stream, x of type D */
+    using In = uint16_t;
+    using VT = uint4;
+    static constexpr int kV = 8;
+    static constexpr bool kStats = true;
+    __device__ static void add(float *acc, VT x, float2 st) {
+        float f[8];
+        kern::load16<D, 8>(reinterpret_cast<const uint16_t *>(&x), f);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            acc[j] += (f[j] - st.x) * st.y;
+    }
+    __device__ static float at(const uint16_t *x, int64_t i, float2 st) {
+        return (kern::to_f32<D>(x[i]) - st.x) * st.y;
+    }
+    __device__ static float affine(float v, const float *gamma, const float *beta, int32_t d) {
+        return v * gamma[d] + beta[d];
+    }
+};
+
+/* Rows with statistics: thread i puts the (mean, rstd) of token t0 + i (< t1) in st[i], for the
+ * whole block after the barrier. No-op otherwise. */
+template <class Rows>
+__device__ __forceinline__ void stage_stats(float2 *st, const float *__restrict__ stats, int32_t t0,
+                                            int32_t t1, int32_t H, float eps) {
+    if constexpr (Rows::kStats) {
+        const int32_t t = t0 + (int32_t)threadIdx.x;
+        if (t < t1) {
+            const float *p = stats + (int64_t)t * (H / KERN_STATS_COLS) * 2;
+            st[threadIdx.x] = kern::row_stats_one(p, H, eps);
+        }
+        __syncthreads();
+    }
+}
+
+template <class Rows>
 __global__ void __launch_bounds__(kThreads)
-    k_pool(float *__restrict__ out, const float *__restrict__ h, const int32_t *__restrict__ cu,
+    k_pool(float *__restrict__ out, const typename Rows::In *__restrict__ h,
+           const float *__restrict__ stats, const float *__restrict__ gamma,
+           const float *__restrict__ beta, float eps, const int32_t *__restrict__ cu,
            const int32_t *__restrict__ n_seqs_p, const int32_t *__restrict__ out_dim_p,
            const int32_t *__restrict__ normalize_p, int32_t H, int mode) {
-    using VT = typename Vec<V>::T;
-    extern __shared__ float part[]; /* [R][H] partial sums, one row per row lane */
+    constexpr int V = Rows::kV;
+    using VT = typename Rows::VT;
+    extern __shared__ float part[]; /* [R][H] partial sums, one row per row lane; then, with
+                                       statistics, [kThreads] float2 (st) */
     __shared__ float red[kThreads / 32];
     kern::pdl_begin();
     const int32_t n_seqs = *n_seqs_p, D = *out_dim_p;
@@ -63,32 +133,46 @@ __global__ void __launch_bounds__(kThreads)
     const int c_first = R > 1 ? (int)threadIdx.x % G : (int)threadIdx.x;
     const int c_step = R > 1 ? G : kThreads; /* R > 1: each thread owns one column group */
     const int G_kept = (D + V - 1) / V;      /* groups holding a kept column */
+    float2 *st = reinterpret_cast<float2 *>(part + R * H);
     for (int32_t s = blockIdx.x; s < n_seqs; s += gridDim.x) {
         const int32_t t0 = cu[s], t1 = cu[s + 1];
         float *o = out + (int64_t)s * D;
         if (mode == KERN_POOL_MEAN) {
-            if (lane_r < R)
-                for (int c = c_first; c < G_kept; c += c_step) {
-                    float acc[V] = {};
-                    const VT *col = reinterpret_cast<const VT *>(h) + c;
-                    /* kUnroll independent loads in flight per thread, the tail predicated
-                     * rather than serial: the op is latency-bound */
-                    for (int32_t t = t0 + lane_r; t < t1; t += kUnroll * R) {
-                        VT x[kUnroll];
+            /* tokens [tc, te): the whole sequence, or with statistics a chunk of kThreads,
+             * the partial rows carried over */
+            for (int32_t tc = t0;; tc += kThreads) {
+                const int32_t te = Rows::kStats && t1 - tc > kThreads ? tc + kThreads : t1;
+                stage_stats<Rows>(st, stats, tc, te, H, eps);
+                if (lane_r < R)
+                    for (int c = c_first; c < G_kept; c += c_step) {
+                        float acc[V] = {};
+                        const VT *col = reinterpret_cast<const VT *>(h) + c;
+                        /* kUnroll independent loads in flight per thread, the tail predicated
+                         * rather than serial: the op is latency-bound */
+                        for (int32_t t = tc + lane_r; t < te; t += kUnroll * R) {
+                            VT x[kUnroll];
 #pragma unroll
-                        for (int u = 0; u < kUnroll; u++)
-                            if (t + u * R < t1)
-                                x[u] = col[(int64_t)(t + u * R) * G];
+                            for (int u = 0; u < kUnroll; u++)
+                                if (t + u * R < te)
+                                    x[u] = col[(int64_t)(t + u * R) * G];
 #pragma unroll
-                        for (int u = 0; u < kUnroll; u++)
-                            if (t + u * R < t1)
-                                Vec<V>::add(acc, x[u]);
+                            for (int u = 0; u < kUnroll; u++)
+                                if (t + u * R < te)
+                                    Rows::add(acc, x[u], st[t + u * R - tc]);
+                        }
+#pragma unroll
+                        for (int j = 0; j < V; j++) {
+                            float &p = part[lane_r * H + c * V + j];
+                            p = tc == t0 ? acc[j] : p + acc[j];
+                        }
                     }
-#pragma unroll
-                    for (int j = 0; j < V; j++)
-                        part[lane_r * H + c * V + j] = acc[j];
-                }
-            __syncthreads();
+                __syncthreads(); /* st is restaged; part is read below */
+                if (te == t1)
+                    break;
+            }
+        } else {
+            const int32_t t = mode == KERN_POOL_CLS ? t0 : t1 - 1;
+            stage_stats<Rows>(st, stats, t, t + 1, H, eps);
         }
         /* each thread keeps its columns in registers until the norm is known and stores each
          * once: out may be mapped host memory (the engine's staging slot), where a
@@ -106,8 +190,10 @@ __global__ void __launch_bounds__(kThreads)
                         v[i] += part[r * H + d];
                     v[i] *= inv_len;
                 } else {
-                    v[i] = h[(int64_t)(mode == KERN_POOL_CLS ? t0 : t1 - 1) * H + d];
+                    v[i] =
+                        Rows::at(h, (int64_t)(mode == KERN_POOL_CLS ? t0 : t1 - 1) * H + d, st[0]);
                 }
+                v[i] = Rows::affine(v[i], gamma, beta, d);
                 ss += v[i] * v[i];
             }
         }
@@ -129,28 +215,37 @@ __global__ void __launch_bounds__(kThreads)
             if (d < D)
                 o[d] = v[i] * scale;
         }
-        __syncthreads(); /* part and red are reused by the next sequence */
+        __syncthreads(); /* part, st and red are reused by the next sequence */
     }
 }
 
-template <int V>
-int s_launch(float *out, const float *h, const int32_t *cu, const int32_t *n_seqs,
+template <class Rows>
+int s_launch(float *out, const typename Rows::In *h, const float *stats, const float *gamma,
+             const float *beta, float eps, const int32_t *cu, const int32_t *n_seqs,
              const int32_t *out_dim, const int32_t *normalize, int32_t max_seqs, int32_t hidden,
              kern_pool_mode_t mode, cudaStream_t stream, com_error_t *err) {
-    const size_t smem = (size_t)row_lanes(hidden, V) * hidden * sizeof(float);
+    const size_t smem = (size_t)row_lanes(hidden, Rows::kV) * hidden * sizeof(float) +
+                        (Rows::kStats ? kThreads * sizeof(float2) : 0);
     if (smem > 200 * 1024 || hidden > kMaxDimsPerThread * kThreads)
-        return com_error_set(err, COM_EUNSUPPORTED, "pool_cuda: hidden %d too wide", (int)hidden);
+        return com_error_set(err, COM_EUNSUPPORTED, "pool%s_cuda: hidden %d too wide (at most %d)",
+                             Rows::kStats ? "_folded" : "", (int)hidden,
+                             kMaxDimsPerThread * kThreads);
     if (smem > 48 * 1024)
-        KERN_CUDA_TRY(
-            cudaFuncSetAttribute(k_pool<V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
-            err);
+        KERN_CUDA_TRY(cudaFuncSetAttribute(k_pool<Rows>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                      err);
     /* grid-stride over sequences: a few waves of blocks at most (idle 1024-thread blocks are
      * not free) */
     const unsigned blocks = (unsigned)(max_seqs < 512 ? max_seqs : 512);
-    KERN_CUDA_TRY(kern::launch(k_pool<V>, dim3(blocks), dim3(kThreads), smem, stream, out, h, cu,
-                               n_seqs, out_dim, normalize, hidden, (int)mode),
+    KERN_CUDA_TRY(kern::launch(k_pool<Rows>, dim3(blocks), dim3(kThreads), smem, stream, out, h,
+                               stats, gamma, beta, eps, cu, n_seqs, out_dim, normalize, hidden,
+                               (int)mode),
                   err);
     return 0;
+}
+
+bool s_mode_ok(kern_pool_mode_t mode) {
+    return mode == KERN_POOL_CLS || mode == KERN_POOL_MEAN || mode == KERN_POOL_LAST;
 }
 
 } // namespace
@@ -160,13 +255,44 @@ extern "C" int kern_pool_cuda(float *out, const float *h, const int32_t *cu_seql
                               const int32_t *normalize, int32_t max_seqs, int32_t hidden,
                               kern_pool_mode_t mode, cudaStream_t stream, com_error_t *err) {
     if (!out || !h || !cu_seqlens || !n_seqs || !out_dim || !normalize || max_seqs < 1 ||
-        hidden < 1 || (mode != KERN_POOL_CLS && mode != KERN_POOL_MEAN && mode != KERN_POOL_LAST))
+        hidden < 1 || !s_mode_ok(mode))
         return com_error_set(err, COM_EINVAL, "pool_cuda: bad arguments (max_seqs %d, hidden %d)",
                              (int)max_seqs, (int)hidden);
     /* float4 rows when every row starts 16-byte aligned */
     if (hidden % 4 == 0 && kern::aligned16(h))
-        return s_launch<4>(out, h, cu_seqlens, n_seqs, out_dim, normalize, max_seqs, hidden, mode,
-                           stream, err);
-    return s_launch<1>(out, h, cu_seqlens, n_seqs, out_dim, normalize, max_seqs, hidden, mode,
-                       stream, err);
+        return s_launch<RowsF32<4>>(out, h, nullptr, nullptr, nullptr, 0.f, cu_seqlens, n_seqs,
+                                    out_dim, normalize, max_seqs, hidden, mode, stream, err);
+    return s_launch<RowsF32<1>>(out, h, nullptr, nullptr, nullptr, 0.f, cu_seqlens, n_seqs, out_dim,
+                                normalize, max_seqs, hidden, mode, stream, err);
+}
+
+extern "C" int kern_pool_folded_cuda(float *out, const uint16_t *x, kern_dtype_t dtype,
+                                     const float *part, const float *gamma, const float *beta,
+                                     float eps, const int32_t *cu_seqlens, const int32_t *n_seqs,
+                                     const int32_t *out_dim, const int32_t *normalize,
+                                     int32_t max_seqs, int32_t hidden, kern_pool_mode_t mode,
+                                     cudaStream_t stream, com_error_t *err) {
+    if (!out || !x || !part || !gamma || !beta || !cu_seqlens || !n_seqs || !out_dim ||
+        !normalize || max_seqs < 1 || !s_mode_ok(mode))
+        return com_error_set(err, COM_EINVAL, "pool_folded_cuda: bad arguments (max_seqs %d)",
+                             (int)max_seqs);
+    if (hidden < KERN_STATS_COLS || hidden % KERN_STATS_COLS != 0)
+        return com_error_set(err, COM_EINVAL,
+                             "pool_folded_cuda: hidden %d is not a positive multiple of %d",
+                             (int)hidden, KERN_STATS_COLS);
+    if (dtype != KERN_DTYPE_BF16 && dtype != KERN_DTYPE_F16)
+        return com_error_set(err, COM_EINVAL, "pool_folded_cuda: dtype %d", (int)dtype);
+    if (!kern::aligned16(x)) /* 16-byte loads of 8 values */
+        return com_error_set(err, COM_EINVAL, "pool_folded_cuda: x %p not 16-byte aligned",
+                             (const void *)x);
+    if ((uintptr_t)part & 7u) /* a block's partials are read as a float2 */
+        return com_error_set(err, COM_EINVAL, "pool_folded_cuda: part %p not 8-byte aligned",
+                             (const void *)part);
+    return dtype == KERN_DTYPE_F16
+               ? s_launch<RowsFolded<KERN_DTYPE_F16>>(out, x, part, gamma, beta, eps, cu_seqlens,
+                                                      n_seqs, out_dim, normalize, max_seqs, hidden,
+                                                      mode, stream, err)
+               : s_launch<RowsFolded<KERN_DTYPE_BF16>>(out, x, part, gamma, beta, eps, cu_seqlens,
+                                                       n_seqs, out_dim, normalize, max_seqs, hidden,
+                                                       mode, stream, err);
 }

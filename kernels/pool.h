@@ -7,7 +7,8 @@
  *
  * i.e. truncate, then (re-)normalise — what sentence-transformers gives with truncate_dim and
  * normalize_embeddings=True, and, on a normalised embedding, the same as normalising, truncating
- * and normalising again. Reference/CPU version; CUDA: kern_pool_cuda. */
+ * and normalising again. Reference/CPU version; CUDA: kern_pool_cuda, and kern_pool_folded_cuda
+ * over a folded LayerNorm's stream. */
 #ifndef EMBER_KERNELS_POOL_H
 #define EMBER_KERNELS_POOL_H
 
@@ -46,6 +47,28 @@ int kern_pool_cuda(float *out,                /* [max_seqs * hidden] capacity, d
                    const int32_t *normalize,  /* [1], device */
                    int32_t max_seqs, int32_t hidden, kern_pool_mode_t mode,
                    struct CUstream_st *stream, com_error_t *err);
+
+/* CUDA: kern_pool_cuda over LN(x) computed on the fly, the final LayerNorm of a model whose last
+ * sublayer end is folded (kernels/row_stats.h): h[t, j] = (x[t, j] - mean_t) rstd_t gamma[j] +
+ * beta[j], with x 16-bit of type dtype and part its row statistics. gamma / beta are weights
+ * (never written by a kernel: may be read before the PDL wait). Each row's statistics are
+ * finished once per block by kern::row_stats_one (the bits of every other consumer). 64 <=
+ * hidden <= 8192 (COM_EUNSUPPORTED above), hidden % 64 == 0, x 16-byte and part 8-byte aligned.
+ * Returns 0, COM_EINVAL, COM_EUNSUPPORTED or COM_EINTERNAL. Reference:
+ * kern_row_stats_normalize_ref, then kern_pool_ref. */
+int kern_pool_folded_cuda(float *out,                /* [max_seqs * hidden] capacity, device fp32 */
+                          const uint16_t *x,         /* [n_tokens, hidden], device dtype */
+                          kern_dtype_t dtype,        /* of x */
+                          const float *part,         /* [n_tokens, hidden / 64, 2], device */
+                          const float *gamma,        /* [hidden], device fp32 */
+                          const float *beta,         /* [hidden], device fp32 */
+                          float eps,                 /* of the LayerNorm */
+                          const int32_t *cu_seqlens, /* [n_seqs + 1], device */
+                          const int32_t *n_seqs,     /* [1], device */
+                          const int32_t *out_dim,    /* [1], device */
+                          const int32_t *normalize,  /* [1], device */
+                          int32_t max_seqs, int32_t hidden, kern_pool_mode_t mode,
+                          struct CUstream_st *stream, com_error_t *err);
 #endif
 
 #ifdef __cplusplus

@@ -183,6 +183,19 @@ static void test_not_finite(void) {
     CHECK(wrk_bert_range_init(&r, 1, &err) == COM_EINVAL && r.gamma == NULL);
 }
 
+/* the folded pass's bounds raise fold_max alone, NaN as infinite */
+static void test_fold(void) {
+    wrk_bert_range_t r;
+    com_error_t err = {0};
+    CHECK(wrk_bert_range_init(&r, 8, &err) == 0);
+    const float v[5] = {1.f, -7.5f, 3.f, 0.f, 2.f};
+    CHECK(wrk_bert_range_fold_values(&r, v, 5) == 7.5 && r.fold_max == 7.5 && r.worst == 0.0);
+    CHECK(wrk_bert_range_fold(&r, 3.0) == 3.0 && r.fold_max == 7.5);
+    CHECK(wrk_bert_range_fold(&r, 9.25) == 9.25 && r.fold_max == 9.25 && r.worst == 0.0);
+    CHECK(isinf(wrk_bert_range_fold(&r, NAN)) && isinf(r.fold_max) && r.worst == 0.0);
+    wrk_bert_range_fini(&r);
+}
+
 int main(void) {
     com_prng_seed(&g_rng, 7);
     test_layernorm();
@@ -190,5 +203,6 @@ int main(void) {
     test_after_bound();
     test_gelu();
     test_not_finite();
+    test_fold();
     return test_finish();
 }

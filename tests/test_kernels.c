@@ -2,8 +2,9 @@
  * independent computation in double precision, on seeded random inputs (common/prng.h) over
  * awkward shapes: 1 token, odd sizes, sequences of length 1, hidden not a multiple of 8, a long
  * batch; output buffers are poisoned with NaN before each run so unwritten elements show. Also
- * checks that splitting rows / attention units across parts gives identical bits, and the
- * accuracy of the vectorisable exp/erf in kernels/kern_math.h. Single-threaded. */
+ * checks that splitting rows / attention units across parts gives identical bits, the accuracy
+ * of the vectorisable exp/erf in kernels/kern_math.h, and the folded LayerNorm's row statistics
+ * (kernels/row_stats.c) against double precision and kern_add_layernorm_ref. Single-threaded. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "kernels/kern_math.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
+#include "kernels/row_stats.h"
 #include "tests/test_util.h"
 
 static com_prng_t g_rng;
@@ -411,6 +413,81 @@ static void test_pool(void) {
     }
 }
 
+/* The folded LayerNorm's statistics (kernels/row_stats.c). (1) kern_row_stats_finish_ref against a
+ * two-pass double-precision mean and variance, on rows of uniform values, rows with an offset and
+ * rows of 1000 + N(0, 1), where E[x^2] - mean^2 in fp32 would lose everything (ulp(1e6) = 0.06
+ * against a variance of 1). The mean is within 1e-6 of the row's scale (|mean| + std), rstd
+ * within 1e-6 relative; on the rows of mean 1000, within 1e-5: the law of total variance does
+ * not cancel, but the partials' fp32 block sums (~64000, so up to 0.002 off) move each block's
+ * mean by up to 3e-5, which the term 64 (block mean - mean)^2 turns into up to ~3e-6 of the
+ * variance (2.5e-6 seen over 100 such rows at hidden 384). (2) kern_row_stats_normalize_ref on the
+ * fp32 rows equals kern_add_layernorm_ref(x + 0) within 1e-5, both being fp32 LayerNorms of the
+ * same rows (the rows of mean 1000 left out: an fp32 mean there is only good to ulp(1000) / 2 =
+ * 3e-5, which either side's x - mean carries). */
+static void test_row_stats(void) {
+    static const int32_t hiddens[] = {64, 384, 768, 1024, 16384};
+    const int32_t n = 12; /* 4 rows of each kind */
+    for (size_t hc = 0; hc < sizeof hiddens / sizeof *hiddens; hc++) {
+        const int32_t H = hiddens[hc];
+        const size_t N = (size_t)n * H;
+        float *x = malloc(N * sizeof *x), *part = s_poisoned(N / 32);
+        for (int32_t t = 0; t < n; t++) {
+            const int kind = t % 3; /* 0: uniform, 1: offset, 2: 1000 + N(0, 1) */
+            const float off = kind == 1 ? com_prng_uniform(&g_rng, -8, 8) : 0;
+            for (int32_t j = 0; j < H; j++) {
+                float v;
+                if (kind == 2) { /* Box-Muller, 1 - u in (0, 1] */
+                    const double u = 1.0 - com_prng_uniform(&g_rng, 0, 1);
+                    const double w = com_prng_uniform(&g_rng, 0, 1);
+                    v = (float)(1000.0 + sqrt(-2.0 * log(u)) * cos(6.283185307179586 * w));
+                } else {
+                    v = off + com_prng_uniform(&g_rng, -3, 3);
+                }
+                x[(size_t)t * H + j] = v;
+            }
+        }
+        kern_row_stats_ref(part, x, n, H);
+        float *mean = s_poisoned((size_t)n), *rstd = s_poisoned((size_t)n);
+        kern_row_stats_finish_ref(mean, rstd, part, n, H, 1e-12f);
+        double worst_mean = 0, worst_rstd[2] = {0, 0}; /* rows of mean 0-8, of mean 1000 */
+        for (int32_t t = 0; t < n; t++) {
+            const float *r = x + (size_t)t * H;
+            double m = 0, v = 0;
+            for (int32_t j = 0; j < H; j++)
+                m += r[j];
+            m /= H;
+            for (int32_t j = 0; j < H; j++)
+                v += (r[j] - m) * (r[j] - m);
+            v /= H;
+            const double rs = 1.0 / sqrt(v + 1e-12);
+            worst_mean = fmax(worst_mean, fabs(mean[t] - m) / (fabs(m) + sqrt(v)));
+            const int big = t % 3 == 2;
+            worst_rstd[big] = fmax(worst_rstd[big], fabs(rstd[t] - rs) / rs);
+        }
+        CHECK_MSG(worst_mean <= 1e-6 && worst_rstd[0] <= 1e-6 && worst_rstd[1] <= 1e-5,
+                  "row_stats H=%d: mean off by %.3g of the row's scale, rstd by %.3g (%.3g on "
+                  "the rows of mean 1000)",
+                  (int)H, worst_mean, worst_rstd[0], worst_rstd[1]);
+        /* (2) on the rows of kinds 0 and 1 */
+        float *g = s_rand((size_t)H, 0.5f, 1.5f), *b = s_rand((size_t)H, -1, 1);
+        float *zero = calloc((size_t)H, sizeof *zero);
+        float *got = s_poisoned(N), *want = s_poisoned(N);
+        kern_row_stats_normalize_ref(got, x, part, g, b, n, H, 1e-12f);
+        for (int32_t t = 0; t < n; t++) {
+            if (t % 3 == 2)
+                continue;
+            const size_t o = (size_t)t * H;
+            kern_add_layernorm_ref(want + o, x + o, NULL, zero, g, b, 1, H, 1e-12f);
+            char what[64];
+            snprintf(what, sizeof what, "row_stats_normalize H=%d row %d", (int)H, (int)t);
+            test_cmp_t c = test_compare_f32(what, got + o, want + o, (size_t)H, 1e-5, 1e-5);
+            CHECK_MSG(c.n_bad == 0, "%s: %zu bad, max |diff| %.3g", what, c.n_bad, c.max_abs);
+        }
+        free(x), free(part), free(mean), free(rstd), free(g), free(b), free(zero), free(got);
+        free(want);
+    }
+}
+
 int main(void) {
     com_prng_seed(&g_rng, 0x5eed1234);
     test_math();
@@ -420,5 +497,6 @@ int main(void) {
     test_add_layernorm();
     test_attention();
     test_pool();
+    test_row_stats();
     return test_finish();
 }

@@ -31,6 +31,7 @@
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
+#include "kernels/row_stats.h"
 #include "tests/test_util.h"
 
 static com_prng_t g_rng;
@@ -134,12 +135,13 @@ static int32_t s_round64(int32_t n) {
     return (n + 63) / 64 * 64;
 }
 
-/* Our GEMM configurations seen per dtype and epilogue (test_linear: 0-2, test_linear_ln: 3), and
- * which of them fuse the LayerNorm (run only epilogue 3), for the coverage check at the end of
- * test_linear_ln and for test_linear_pdl. */
-enum { S_MAX_OWN = 48 };
-static int g_own_seen[2][S_MAX_OWN][4];
-static bool g_own_fuses[S_MAX_OWN];
+/* Our GEMM configurations seen per dtype and epilogue (test_linear: 0-2, test_linear_ln: 3,
+ * test_linear_fold: 4-6), which of them fuse the LayerNorm (run only epilogue 3) and which fold
+ * it (run only 4-6), for the coverage checks at the end of test_linear_ln and test_linear_fold
+ * and for test_linear_pdl. */
+enum { S_MAX_OWN = 64 };
+static int g_own_seen[2][S_MAX_OWN][7];
+static bool g_own_fuses[S_MAX_OWN], g_own_folds[S_MAX_OWN];
 
 /* ---- the 16-bit type of the GEMM-side kernels (linear, bias_gelu, add_layernorm's x / b) ---- */
 static const char *s_dtype_name(kern_dtype_t dt) {
@@ -268,6 +270,16 @@ static void test_linear_dt(kern_dtype_t dt) {
     const size_t ws_bytes = (size_t)32 << 20;
     void *ws = s_dev(ws_bytes);
     int n_plans = 0;
+    /* the configurations that fold the LayerNorm: they plan a folded epilogue at a shape of
+     * whole 64-column blocks (and nothing else; test_linear_fold). K = 1536: 24 K tiles, enough
+     * for every split (at K = 384 the 4-way split-K one was missed, and then counted as a
+     * configuration that must run the plain epilogues) */
+    for (int32_t c = 0; c < n_own; c++) {
+        kern_linear_plan_t *q = NULL;
+        g_own_folds[c] = kern_linear_plan_new(lt, 64, 1536, 384, KERN_LINEAR_BIAS_ADD_STATS,
+                                              ws_bytes, KERN_LINEAR_OWN(c), dt, &q, NULL) == 0;
+        kern_linear_plan_destroy(&q);
+    }
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const int32_t n = shapes[si][0], in = shapes[si][1], out = shapes[si][2];
         const bool h = dt == KERN_DTYPE_F16;
@@ -593,7 +605,7 @@ static void test_linear_ln_dt(kern_dtype_t dt) {
     static const char *epi_name[4] = {"none", "bias", "bias+gelu", "bias+residual+LN"};
     for (int32_t c = 0; c < n_own; c++)
         for (int ep = 0; ep < 4; ep++) {
-            const bool want = g_own_fuses[c] ? ep == 3 : true;
+            const bool want = g_own_fuses[c] ? ep == 3 : !g_own_folds[c];
             const int min = ep == 3 ? 2 : 3;
             CHECK_MSG(want ? g_own_seen[dt][c][ep] >= min : g_own_seen[dt][c][ep] == 0,
                       "linear %s: own configuration %d (%s the LayerNorm), epilogue %s: %d shapes",
@@ -609,6 +621,226 @@ static void test_linear_ln_dt(kern_dtype_t dt) {
 
 static void test_linear_ln(void) {
     s_both_dtypes(test_linear_ln_dt);
+}
+
+/* ---- the folded LayerNorm's epilogues (4-6; kernels/row_stats.h) ---- */
+/* Every configuration that folds (and the tuned plan) against references that take the other
+ * route, normalising first: BIAS_ADD_STATS y = x W^T + b + residual, the residual plain (16-bit)
+ * or a folded stream normalised by kern_row_stats_normalize_ref, its statistics against
+ * kern_row_stats_ref of the fp32 reference; LN_BIAS(_GELU) y = LN0(x) W^T + b (then GELU),
+ * LN0 = kern_row_stats_normalize_ref with gamma 1, beta 0, while the kernel computes
+ * rstd (x W^T - mean c) + b. Rows have offsets of up to 1.5 beside a spread of 2, so the mean
+ * matters. With n_rows < n the rows past it keep their (poisoned) statistics. Tolerances: y as the
+ * other GEMM tests (s_tol16 of the rms); the statistics come from the fp32 sums before rounding,
+ * which differ from the reference's by the accumulation order, so 1e-3 relative (of a 64-value
+ * block's sum and squared deviations) is loose for fp32 and tight for any real error. */
+static void test_linear_fold_dt(kern_dtype_t dt) {
+    static const int32_t shapes[][3] = {{1, 384, 384},    {37, 384, 1152},  {128, 768, 768},
+                                        {128, 3072, 768}, {200, 1536, 384}, {300, 384, 1536},
+                                        {1000, 384, 384}, {2100, 768, 2304}};
+    static const char *epi_name[7] = {
+        "", "", "", "", "bias+residual+stats", "ln+bias", "ln+bias+gelu"};
+    const float eps = 1e-12f;
+    const bool h = dt == KERN_DTYPE_F16;
+    const double tol = s_tol16(dt);
+    const int32_t n_own = kern_linear_own_count();
+    cublasLtHandle_t lt = NULL;
+    KERN_CUBLAS_FATAL(cublasLtCreate(&lt));
+    const size_t ws_bytes = (size_t)32 << 20;
+    void *ws = s_dev(ws_bytes);
+    int n_runs = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int32_t n = shapes[si][0], in = shapes[si][1], out = shapes[si][2];
+        const size_t nx = (size_t)n * in, no = (size_t)n * out;
+        const int32_t nb_out = out / KERN_STATS_COLS; /* statistics: [rows][blocks][2] floats */
+        const size_t np_in = (size_t)n * (in / KERN_STATS_COLS) * 2,
+                     np_out = (size_t)n * nb_out * 2;
+        /* x with a per-row offset (a folded stream), W scaled so that x W^T is O(1) */
+        float *x = s_rand_16(nx, -2, 2, dt), *off = s_rand_bf((size_t)n, -1.5f, 1.5f);
+        for (size_t i = 0; i < nx; i++)
+            x[i] = h ? com_half_to_f32(com_half_from_f32(x[i] + off[i / in]))
+                     : kern_bf16_to_f32(kern_bf16_from_f32(x[i] + off[i / in]));
+        const float wsc = 1.0f / sqrtf((float)in);
+        float *w = s_rand_16((size_t)out * in, -wsc, wsc, dt), *bias = s_rand_16(out, -1, 1, dt);
+        float *res = s_rand_16(no, -2, 2, dt), *g = s_rand_bf(out, 0.5f, 1.5f);
+        float *be = s_rand_bf(out, -0.5f, 0.5f), *ones = malloc((size_t)in * sizeof *ones);
+        float *zeros = calloc((size_t)in, sizeof *zeros), *c = malloc((size_t)out * sizeof *c);
+        for (int32_t k = 0; k < in; k++)
+            ones[k] = 1.0f;
+        for (int32_t j = 0; j < out; j++) {
+            double sum = 0;
+            for (int32_t k = 0; k < in; k++)
+                sum += w[(size_t)j * in + k];
+            c[j] = (float)sum;
+        }
+        float *in_part = malloc(np_in * sizeof *in_part);
+        float *res_part = malloc(np_out * sizeof *res_part);
+        kern_row_stats_ref(in_part, x, n, in);
+        kern_row_stats_ref(res_part, res, n, out);
+        /* references: [0] epilogue 4 plain residual, [1] 4 folded residual, [2] 5, [3] 6 */
+        float *ref[4], *ref_part[2], *t = malloc(no * sizeof *t), *xn = malloc(no * sizeof *xn);
+        kern_linear_ref(t, x, w, bias, n, in, out);
+        kern_row_stats_normalize_ref(xn, res, res_part, g, be, n, out, eps);
+        for (int k = 0; k < 2; k++) {
+            ref[k] = malloc(no * sizeof *ref[k]);
+            for (size_t i = 0; i < no; i++)
+                ref[k][i] = t[i] + (k ? xn[i] : res[i]);
+            ref_part[k] = malloc(np_out * sizeof *ref_part[k]);
+            kern_row_stats_ref(ref_part[k], ref[k], n, out);
+        }
+        float *xin = malloc(nx * sizeof *xin);
+        kern_row_stats_normalize_ref(xin, x, in_part, ones, zeros, n, in, eps);
+        ref[2] = malloc(no * sizeof *ref[2]);
+        kern_linear_ref(ref[2], xin, w, bias, n, in, out);
+        ref[3] = malloc(no * sizeof *ref[3]);
+        memcpy(ref[3], ref[2], no * sizeof *ref[3]);
+        kern_bias_gelu_ref(ref[3], NULL, n, out);
+        uint16_t *dx = s_up_16(x, nx, h), *dw = s_up_16(w, (size_t)out * in, h);
+        uint16_t *dbias = s_up_16(bias, out, h), *dres = s_up_16(res, no, h), *dy = s_dev(no * 2);
+        float *dg = s_up(g, (size_t)out * 4), *dbe = s_up(be, (size_t)out * 4);
+        float *dc = s_up(c, (size_t)out * 4), *din_part = s_up(in_part, np_in * 4);
+        float *dres_part = s_up(res_part, np_out * 4), *dout_part = s_dev(np_out * 4);
+        int32_t *dn = s_dev(4);
+        for (int epi = KERN_LINEAR_BIAS_ADD_STATS; epi <= KERN_LINEAR_LN_BIAS_GELU; epi++)
+            for (int32_t i = 0; i <= n_own; i++) { /* each of ours, then the tuned plan */
+                const bool tuned = i == n_own;
+                if (!tuned && !g_own_folds[i])
+                    continue;
+                kern_linear_plan_t *p = NULL;
+                com_error_t err = {0};
+                int rc = kern_linear_plan_new(lt, n, in, out, (kern_linear_epilogue_t)epi, ws_bytes,
+                                              tuned ? 0 : KERN_LINEAR_OWN(i), dt, &p, &err);
+                if (rc == COM_EUNSUPPORTED && !tuned)
+                    continue; /* not a shape this one runs */
+                CHECK_MSG(rc == 0, "fold plan %dx%dx%d epi %d rank %d: %s", (int)n, (int)in,
+                          (int)out, epi, tuned ? 0 : (int)KERN_LINEAR_OWN(i), err.msg);
+                if (rc != 0)
+                    continue;
+                if (!tuned)
+                    g_own_seen[dt][i][epi]++;
+                for (int mode = 0; mode < (epi == KERN_LINEAR_BIAS_ADD_STATS ? 2 : 1); mode++) {
+                    const int32_t rows = (si + (size_t)mode) % 2 && n > 1 ? 2 * n / 3 : n;
+                    KERN_CUDA_FATAL(cudaMemcpy(dn, &rows, 4, cudaMemcpyHostToDevice));
+                    const bool folded_res = mode == 1;
+                    const kern_linear_ln_t ln = {
+                        .residual_bf16 = epi == 4 && !folded_res && !h ? dres : NULL,
+                        .residual_f16 = epi == 4 && !folded_res && h ? dres : NULL,
+                        .gamma = folded_res ? dg : NULL,
+                        .beta = folded_res ? dbe : NULL,
+                        .eps = eps,
+                        .n_rows = rows < n ? dn : NULL,
+                        .residual_x = folded_res ? dres : NULL,
+                        .residual_stats = folded_res ? dres_part : NULL,
+                        .out_stats = epi == 4 ? dout_part : NULL,
+                        .in_stats = epi >= 5 ? din_part : NULL,
+                        .c = epi >= 5 ? dc : NULL};
+                    if (tuned && mode == 0) {
+                        int32_t chosen = 0;
+                        rc = kern_linear_plan_tune(lt, p, dy, dx, dw, dbias, &ln, ws, ws_bytes,
+                                                   g_st, &chosen, &err);
+                        CHECK_MSG(rc == 0 && chosen < 0, "fold tune %dx%dx%d epi %d: %s (%d)",
+                                  (int)n, (int)in, (int)out, epi, err.msg, (int)chosen);
+                    }
+                    char what[192];
+                    snprintf(what, sizeof what, "linear %dx%dx%d %s%s rows %d %s (%s)", (int)n,
+                             (int)in, (int)out, epi_name[epi],
+                             epi == 4 ? (folded_res ? " folded residual" : " plain residual") : "",
+                             (int)rows, tuned ? "tuned" : "own", kern_linear_plan_describe(p));
+                    s_poison(dy, no * 2), s_poison(dout_part, np_out * 4);
+                    rc = kern_linear_cuda(lt, p, dy, dx, dw, dbias, &ln, ws, ws_bytes, g_st, &err);
+                    CHECK_MSG(rc == 0, "%s: %s", what, err.msg);
+                    if (rc != 0)
+                        continue;
+                    const float *r = ref[epi == 4 ? mode : epi - 3];
+                    const size_t nr = (size_t)rows * out;
+                    float *got = s_down_16(dy, no, h);
+                    s_cmp(what, got, r, nr, tol * s_rms(r, nr), tol);
+                    free(got);
+                    if (epi == 4) {
+                        float *gp = s_down_f32(dout_part, np_out);
+                        const float *rp = ref_part[mode];
+                        size_t bad = 0;
+                        for (size_t k = 0; k < (size_t)rows * nb_out * 2; k++) {
+                            const double scale = k % 2 ? 64.0 * 4.0 : 8.0 * 2.0;
+                            bad += !(fabs((double)gp[k] - rp[k]) <= 1e-3 * (fabs(rp[k]) + scale));
+                        }
+                        /* rows past *n_rows: their statistics untouched (still NaN) */
+                        for (size_t k = (size_t)rows * nb_out * 2; k < np_out; k++)
+                            bad += !isnan(gp[k]);
+                        CHECK_MSG(bad == 0, "%s: %zu statistics wrong", what, bad);
+                        free(gp);
+                    }
+                    /* deterministic: a second run gives the same bits */
+                    float *a = s_down_16(dy, no, h);
+                    rc = kern_linear_cuda(lt, p, dy, dx, dw, dbias, &ln, ws, ws_bytes, g_st, &err);
+                    float *b2 = s_down_16(dy, no, h);
+                    CHECK_MSG(rc == 0 && memcmp(a, b2, nr * sizeof *a) == 0,
+                              "%s: second run differs", what);
+                    free(a), free(b2);
+                    n_runs++;
+                }
+                if (epi == 4 && si == 0 && !tuned) { /* what the epilogue must not take */
+                    const kern_linear_ln_t alias = {.eps = eps,
+                                                    .residual_x = dy,
+                                                    .residual_stats = dres_part,
+                                                    .gamma = dg,
+                                                    .beta = dbe,
+                                                    .out_stats = dout_part};
+                    CHECK(kern_linear_cuda(lt, p, dy, dx, dw, dbias, &alias, ws, ws_bytes, g_st,
+                                           &err) == COM_EINVAL);
+                    const kern_linear_ln_t none = {.eps = eps, .out_stats = dout_part};
+                    CHECK(kern_linear_cuda(lt, p, dy, dx, dw, dbias, &none, ws, ws_bytes, g_st,
+                                           &err) == COM_EINVAL);
+                    /* statistics are read as float2: 4-byte-aligned ones are refused */
+                    const kern_linear_ln_t odd = {.eps = eps,
+                                                  .residual_x = dres,
+                                                  .residual_stats = dres_part + 1,
+                                                  .gamma = dg,
+                                                  .beta = dbe,
+                                                  .out_stats = dout_part};
+                    CHECK(kern_linear_cuda(lt, p, dy, dx, dw, dbias, &odd, ws, ws_bytes, g_st,
+                                           &err) == COM_EINVAL);
+                }
+                if (epi == 5 && si == 0 && !tuned) {
+                    const kern_linear_ln_t odd = {.eps = eps, .in_stats = din_part + 1, .c = dc};
+                    CHECK(kern_linear_cuda(lt, p, dy, dx, dw, dbias, &odd, ws, ws_bytes, g_st,
+                                           &err) == COM_EINVAL);
+                }
+                kern_linear_plan_destroy(&p);
+            }
+        KERN_CUDA_FATAL(cudaStreamSynchronize(g_st));
+        for (int k = 0; k < 4; k++)
+            free(ref[k]);
+        free(ref_part[0]), free(ref_part[1]);
+        free(x), free(off), free(w), free(bias), free(res), free(g), free(be), free(ones);
+        free(zeros), free(c), free(in_part), free(res_part), free(t), free(xn), free(xin);
+        cudaFree(dx), cudaFree(dw), cudaFree(dbias), cudaFree(dres), cudaFree(dy), cudaFree(dg);
+        cudaFree(dbe), cudaFree(dc), cudaFree(din_part), cudaFree(dres_part), cudaFree(dout_part);
+        cudaFree(dn);
+    }
+    /* every folding configuration ran each folded epilogue at two shapes or more; on Hopper
+     * there are some */
+    struct cudaDeviceProp prop;
+    KERN_CUDA_FATAL(cudaGetDeviceProperties(&prop, 0));
+    int n_fold = 0;
+    for (int32_t c = 0; c < n_own; c++) {
+        n_fold += g_own_folds[c];
+        for (int epi = 4; epi <= 6 && g_own_folds[c]; epi++)
+            CHECK_MSG(g_own_seen[dt][c][epi] >= 2,
+                      "linear %s: folding configuration %d, epilogue "
+                      "%d: %d shapes",
+                      s_dtype_name(dt), (int)c, epi, g_own_seen[dt][c][epi]);
+    }
+    if (prop.major == 9 && prop.minor == 0)
+        CHECK_MSG(n_fold > 0, "linear fold: no configuration folds the LayerNorm on sm_90");
+    printf("linear %s folded LayerNorm: %d runs, %d folding configurations\n", s_dtype_name(dt),
+           n_runs, n_fold);
+    cudaFree(ws);
+    cublasLtDestroy(lt);
+}
+
+static void test_linear_fold(void) {
+    s_both_dtypes(test_linear_fold_dt);
 }
 
 /* ---- a GEMM right behind the kernel that writes its input (PDL ordering) ---- */
@@ -663,8 +895,8 @@ static void test_linear_pdl_dt(kern_dtype_t dt) {
         const bool own = i < n_own;
         const int32_t rank = own ? KERN_LINEAR_OWN(i) : 0;
         const int ep = own ? (int)(i % 3) : (int)(i - n_own);
-        if (own && g_own_fuses[i])
-            continue; /* runs only epilogue 3, at out % its tile width == 0 */
+        if (own && (g_own_fuses[i] || g_own_folds[i]))
+            continue; /* runs only epilogue 3 (at out % its tile width == 0), or only 4-6 */
         kern_linear_plan_t *p = NULL;
         int rc = kern_linear_plan_new(lt, T, in, out, (kern_linear_epilogue_t)ep, ws_bytes, rank,
                                       dt, &p, &err);
@@ -984,6 +1216,91 @@ static void test_attention(void) {
 }
 
 /* ---- pooling ---- */
+/* kern_pool_folded_cuda (per dtype): x is random in [-3, 3] plus a per-row offset in [-8, 8]
+ * (rows whose mean is far from 0), its partials taken from the fp32 values and x stored rounded to
+ * dt, as a folded sublayer end writes them; the reference normalises the rounded x with those
+ * partials (kern_row_stats_normalize_ref) and pools it. Both sides get the same statistics bits
+ * (row_stats.h's fixed order) and the same x, so only the fp32 rounding order differs: the mean's
+ * summation (row lanes and 1024-token chunks against one serial sum) and gamma / beta applied
+ * once to the pooled value rather than to every token. An fp32 emulation of the kernel's order on
+ * these cases stays within 1.4e-6 of the reference (outputs of rms ~0.6; 1e-7 normalised), so
+ * 1e-5 relative plus 1e-5 x the reference's rms leaves a margin of 5 or more. Lengths 1 to 1030
+ * (past one chunk of statistics); hidden 64 to 1024 (128 to 8 row lanes); dim 37 keeps part of a
+ * column group. */
+static void test_pool_folded_dt(kern_dtype_t dt) {
+    static const int32_t lens[] = {1, 7, 130, 512, 1, 1030};
+    const int32_t ns = 6;
+    int32_t cu[7];
+    const int32_t n = s_cu(lens, ns, cu);
+    static const int32_t hiddens[] = {64, 384, 768, 1024};
+    const bool f16 = dt == KERN_DTYPE_F16;
+    const float eps = 1e-12f;
+    for (int hi = 0; hi < 4; hi++) {
+        const int32_t H = hiddens[hi];
+        const size_t nh = (size_t)n * H, np = (size_t)n * (H / KERN_STATS_COLS) * 2;
+        float *x = malloc(nh * sizeof *x), *xr = malloc(nh * sizeof *xr);
+        float *h = malloc(nh * sizeof *h), *part = malloc(np * sizeof *part);
+        for (int32_t t = 0; t < n; t++) {
+            const float off = com_prng_uniform(&g_rng, -8, 8);
+            for (int32_t j = 0; j < H; j++) {
+                const size_t i = (size_t)t * H + j;
+                x[i] = off + com_prng_uniform(&g_rng, -3, 3);
+                xr[i] = f16 ? com_half_to_f32(com_half_from_f32(x[i]))
+                            : kern_bf16_to_f32(kern_bf16_from_f32(x[i]));
+            }
+        }
+        kern_row_stats_ref(part, x, n, H);
+        float *g = s_rand_bf(H, 0.5f, 1.5f), *b = s_rand_bf(H, -1, 1);
+        kern_row_stats_normalize_ref(h, xr, part, g, b, n, H, eps);
+        uint16_t *dx = s_up_16(x, nh, f16);
+        float *dpart = s_up(part, np * 4), *dg = s_up(g, (size_t)H * 4),
+              *db = s_up(b, (size_t)H * 4);
+        int32_t *dcu = s_up(cu, sizeof cu), *dns = s_up(&ns, 4);
+        float *dout = s_dev((size_t)ns * H * 4);
+        for (int mode = 0; mode < 3; mode++)
+            for (int norm = 0; norm < 2; norm++)
+                for (int dsel = 0; dsel < 2; dsel++) {
+                    const int32_t D = dsel ? 37 : H;
+                    float *ref = malloc((size_t)ns * D * sizeof *ref);
+                    kern_pool_ref(ref, h, cu, ns, H, (kern_pool_mode_t)mode, D, norm != 0);
+                    int32_t *dd = s_up(&D, 4), *dnorm = s_up(&norm, 4);
+                    s_poison(dout, (size_t)ns * H * 4);
+                    com_error_t err = {0};
+                    int rc =
+                        kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dd, dnorm,
+                                              ns, H, (kern_pool_mode_t)mode, g_st, &err);
+                    CHECK_MSG(rc == 0, "pool_folded_cuda: %s", err.msg);
+                    float *got = s_down_f32(dout, (size_t)ns * D);
+                    char what[96];
+                    snprintf(what, sizeof what, "pool folded %s H=%d mode %d norm %d dim %d",
+                             s_dtype_name(dt), (int)H, mode, norm, (int)D);
+                    s_cmp(what, got, ref, (size_t)ns * D, 1e-5 * s_rms(ref, (size_t)ns * D), 1e-5);
+                    free(got), free(ref);
+                    cudaFree(dd), cudaFree(dnorm);
+                }
+        if (H == 64) { /* refused before anything is enqueued */
+            com_error_t err = {0};
+            CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dns, dns, ns,
+                                        96, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx, (kern_dtype_t)2, dpart, dg, db, eps, dcu, dns,
+                                        dns, dns, ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx, dt, NULL, dg, db, eps, dcu, dns, dns, dns, ns, H,
+                                        KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx + 4, dt, dpart, dg, db, eps, dcu, dns, dns, dns,
+                                        ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart + 1, dg, db, eps, dcu, dns, dns, dns,
+                                        ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dns, dns, ns,
+                                        8256, KERN_POOL_MEAN, g_st, &err) == COM_EUNSUPPORTED);
+        }
+        free(x), free(xr), free(h), free(part), free(g), free(b);
+        cudaFree(dx), cudaFree(dpart), cudaFree(dg), cudaFree(db);
+        cudaFree(dcu), cudaFree(dns), cudaFree(dout);
+    }
+    printf("pool folded (%s): CLS / mean / last x normalize x Matryoshka checked\n",
+           s_dtype_name(dt));
+}
+
 static void test_pool(void) {
     /* lengths around the kernel's 8-deep unroll; hidden sizes for scalar columns (7), float4
      * columns in several row lanes (384) and one lane looping over column groups (4100) */
@@ -1046,6 +1363,7 @@ static void test_pool(void) {
         cudaFree(d1);
     }
     printf("pool: CLS / mean / last x normalize x Matryoshka checked\n");
+    s_both_dtypes(test_pool_folded_dt);
 }
 
 /* ---- output conversion ---- */
@@ -1134,11 +1452,17 @@ int main(int argc, char **argv) {
         const char *name;
         void (*run)(void);
         bool after_linear;
-    } tests[] = {{"embed", test_embed, false},         {"linear", test_linear, false},
-                 {"linear_ln", test_linear_ln, true},  {"linear_pdl", test_linear_pdl, true},
-                 {"bias_gelu", test_bias_gelu, false}, {"add_layernorm", test_add_layernorm, false},
-                 {"attention", test_attention, false}, {"pool", test_pool, false},
-                 {"convert", test_convert, false},     {"copy", test_copy, false}};
+    } tests[] = {{"embed", test_embed, false},
+                 {"linear", test_linear, false},
+                 {"linear_ln", test_linear_ln, true},
+                 {"linear_fold", test_linear_fold, true},
+                 {"linear_pdl", test_linear_pdl, true},
+                 {"bias_gelu", test_bias_gelu, false},
+                 {"add_layernorm", test_add_layernorm, false},
+                 {"attention", test_attention, false},
+                 {"pool", test_pool, false},
+                 {"convert", test_convert, false},
+                 {"copy", test_copy, false}};
     const size_t n_tests = sizeof tests / sizeof *tests;
     for (int a = 1; a < argc; a++) {
         size_t t = 0;

@@ -38,7 +38,8 @@ void wrk_bert_range_fini(wrk_bert_range_t *r) {
  * compiler vectorise the loops below: the bounds pass reads every weight of the model at start. */
 enum { S_LANES = 8 };
 
-double wrk_bert_range_values(wrk_bert_range_t *r, const float *v, size_t n) {
+/* max |v| (infinite with a NaN) */
+static double s_max_abs(const float *v, size_t n) {
     float mx[S_LANES] = {0}; /* max |v| in float: comparisons are exact */
     int nan = 0;
     size_t i = 0;
@@ -55,7 +56,23 @@ double wrk_bert_range_values(wrk_bert_range_t *r, const float *v, size_t n) {
     }
     for (int k = 1; k < S_LANES; k++)
         mx[0] = mx[k] > mx[0] ? mx[k] : mx[0];
-    return s_note(r, nan ? INFINITY : (double)mx[0]);
+    return nan ? INFINITY : (double)mx[0];
+}
+
+double wrk_bert_range_values(wrk_bert_range_t *r, const float *v, size_t n) {
+    return s_note(r, s_max_abs(v, n));
+}
+
+double wrk_bert_range_fold(wrk_bert_range_t *r, double bound) {
+    if (isnan(bound))
+        bound = INFINITY;
+    if (bound > r->fold_max)
+        r->fold_max = bound;
+    return bound;
+}
+
+double wrk_bert_range_fold_values(wrk_bert_range_t *r, const float *v, size_t n) {
+    return wrk_bert_range_fold(r, s_max_abs(v, n));
 }
 
 double wrk_bert_range_layernorm(wrk_bert_range_t *r, const float *gamma, const float *beta) {

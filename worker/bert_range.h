@@ -28,6 +28,7 @@ typedef struct wrk_bert_range {
     float *gamma, *beta; /* [hidden]: the last LayerNorm's, whose output the next GEMM reads */
     double ln_max;       /* the largest LayerNorm output bound so far */
     double worst;        /* the largest bound so far, over every value checked */
+    double fold_max;     /* the largest of what only a folded pass stores (below) */
 } wrk_bert_range_t;
 
 /* Zeroed bounds for hidden size hidden (>= 2). Returns 0 or COM_ENOMEM / COM_EINVAL. */
@@ -46,5 +47,11 @@ double wrk_bert_range_after_bound(wrk_bert_range_t *r, const float *w, const flo
                                   int32_t in, double x);
 /* GELU applied to values bounded by z. */
 double wrk_bert_range_gelu(wrk_bert_range_t *r, double z);
+/* What only a pass with the folded LayerNorm (docs/engine.md) stores in 16 bits: a pre-LN sum
+ * bounded by bound (a sublayer's output bound plus its residual's), or the values v of a weight
+ * or bias after folding. These raise fold_max, not worst: they decide whether that pass can run
+ * in binary16, not the other. NaN counts as infinite. */
+double wrk_bert_range_fold(wrk_bert_range_t *r, double bound);
+double wrk_bert_range_fold_values(wrk_bert_range_t *r, const float *v, size_t n);
 
 #endif

@@ -28,25 +28,26 @@
  *   s_tune_cache_path, so the next start on the same GPU and libraries skips the timing),
  *   lanes=1|2|3|4 (above), dtype=auto|bf16|f16 (the weights' and activations' 16-bit type,
  *   worker/model_bert_cuda.h; default auto: binary16 when the model's weights bound every
- *   value within its range, else bf16) and graphs=...:
- * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's
- * first chunk runs eagerly, every later one launches its slot's graph of the bucket, captured
- * (cudaStreamBeginCapture in thread-local mode, instantiate) the first time that slot carries it;
- * 1: every bucket and slot captured at start (each bucket after one eager warm-up on a 1-token
- * batch); 2: always eager. A graph bakes the addresses of its staging slot's buffers, hence one
- *   per bucket and slot; every kernel reads the batch from device memory, so one graph serves any
- *   mix of sequences.
- * Completion thread: takes slots in order, cudaEventSynchronize, copies the slot's output into
- *   the result's heap buffer (results own their memory and may outlive the engine), marks the
- *   result complete on its last chunk, frees the slot, writes the eventfd. wrk_result_poll
- *   reads the done flag this thread sets (set after the event completed and the copy landed).
- * Errors: any CUDA / cuBLASLt failure (enqueue, capture or completion) makes the engine broken
- *   (sticky, with the first message): in-flight results fail with that message, every later
- *   submit returns COM_EINTERNAL naming it; the worker then marks itself unhealthy and exits.
- * Invariants: slot states FREE -> QUEUED (submitter) -> FREE (completion), guarded by e->mu;
- *   only the submitting thread enqueues CUDA work and touches graphs / counters; only the
- *   completion thread touches a queued slot's output and its result. No allocation on the hot
- *   path except the result itself (heap, like the CPU backend). */
+ *   value within its range, else bf16), fold=auto|on|off and fold_max=N (the folded LayerNorm,
+ * worker/model_bert_cuda.h: auto, the default, runs it at the buckets of up to N tokens, default
+ * 128, where it was measured faster; on at every bucket) and graphs=...: Forward pass per bucket
+ * (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's first chunk runs eagerly,
+ * every later one launches its slot's graph of the bucket, captured (cudaStreamBeginCapture in
+ * thread-local mode, instantiate) the first time that slot carries it; 1: every bucket and slot
+ * captured at start (each bucket after one eager warm-up on a 1-token batch); 2: always eager. A
+ * graph bakes the addresses of its staging slot's buffers, hence one per bucket and slot; every
+ * kernel reads the batch from device memory, so one graph serves any mix of sequences. Completion
+ * thread: takes slots in order, cudaEventSynchronize, copies the slot's output into the result's
+ * heap buffer (results own their memory and may outlive the engine), marks the result complete on
+ * its last chunk, frees the slot, writes the eventfd. wrk_result_poll reads the done flag this
+ * thread sets (set after the event completed and the copy landed). Errors: any CUDA / cuBLASLt
+ * failure (enqueue, capture or completion) makes the engine broken (sticky, with the first
+ * message): in-flight results fail with that message, every later submit returns COM_EINTERNAL
+ * naming it; the worker then marks itself unhealthy and exits. Invariants: slot states FREE ->
+ * QUEUED (submitter) -> FREE (completion), guarded by e->mu; only the submitting thread enqueues
+ * CUDA work and touches graphs / counters; only the completion thread touches a queued slot's
+ * output and its result. No allocation on the hot path except the result itself (heap, like the CPU
+ * backend). */
 #include "worker/engine_cuda.h"
 
 #include <pthread.h>
@@ -488,7 +489,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     int rc;
     int32_t max_tokens = opts ? opts->max_batch_tokens : 0;
     int32_t graph_mode = 0, tune = 1, pdl = 1, residual = WRK_BERT_RESIDUAL_AUTO, tune_cache = 1;
-    int32_t lanes = S_DEFAULT_LANES, dtype = WRK_BERT_DTYPE_AUTO;
+    int32_t lanes = S_DEFAULT_LANES, dtype = WRK_BERT_DTYPE_AUTO, fold = WRK_BERT_FOLD_AUTO;
+    int32_t fold_max = 0;
     /* options after the device, comma-separated, each one of these words */
     const struct {
         const char *word;
@@ -512,11 +514,25 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  {"lanes=4", &lanes, 4},
                  {"dtype=auto", &dtype, WRK_BERT_DTYPE_AUTO},
                  {"dtype=bf16", &dtype, KERN_DTYPE_BF16},
-                 {"dtype=f16", &dtype, KERN_DTYPE_F16}};
+                 {"dtype=f16", &dtype, KERN_DTYPE_F16},
+                 {"fold=on", &fold, WRK_BERT_FOLD_ON},
+                 {"fold=off", &fold, WRK_BERT_FOLD_OFF},
+                 {"fold=auto", &fold, WRK_BERT_FOLD_AUTO}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
          o = strchr(o + 1, ',')) {
         const char *v = o + 1;
         const size_t n = strcspn(v, ",");
+        if (n > 9 && n < 17 && strncmp(v, "fold_max=", 9) == 0 && v[9] >= '0' && v[9] <= '9') {
+            /* the one numeric option */
+            char num[8] = {0};
+            memcpy(num, v + 9, n - 9);
+            char *end = NULL;
+            const long x = strtol(num, &end, 10);
+            if (end && *end == '\0' && x >= 1 && x <= (1 << 20)) {
+                fold_max = (int32_t)x;
+                continue;
+            }
+        }
         size_t w = 0;
         while (w < sizeof words / sizeof *words &&
                !(n == strlen(words[w].word) && strncmp(v, words[w].word, n) == 0))
@@ -525,7 +541,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
             return com_error_set(err, COM_EINVAL,
                                  "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
                                  "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
-                                 "tune_cache=on|off, lanes=1|2|3|4, dtype=auto|bf16|f16)",
+                                 "tune_cache=on|off, lanes=1|2|3|4, dtype=auto|bf16|f16, "
+                                 "fold=auto|on|off, fold_max=1..1048576)",
                                  (int)n, v);
         *words[w].var = words[w].value;
     }
@@ -535,7 +552,9 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                                         .residual = residual,
                                         .tune_cache = cached ? cache_path : NULL,
                                         .lanes = lanes,
-                                        .dtype = dtype};
+                                        .dtype = dtype,
+                                        .fold = fold,
+                                        .fold_max = fold_max};
     kern_pdl_set(pdl != 0); /* process-wide: one engine per worker process */
     if (max_tokens < 0 || max_tokens > (1 << 20))
         return com_error_set(err, COM_EINVAL, "engine cuda: max_batch_tokens %d", (int)max_tokens);
@@ -622,6 +641,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->stats.device_bytes = wrk_bert_cuda_device_bytes(e->model);
     e->stats.residual = wrk_bert_cuda_residual(e->model);
     e->stats.dtype = wrk_bert_cuda_dtype(e->model);
+    e->stats.fold_max = wrk_bert_cuda_fold_max(e->model);
     wrk_bert_cuda_plan_counts(e->model, &e->stats.plans_timed, &e->stats.plans_cached);
     e->stats.pinned_bytes = (size_t)e->n_slots * (in_bytes + out_bytes);
     const double slots_ms = s_now_ms() - t0;
@@ -639,8 +659,12 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         struct cudaDeviceProp prop;
         const char *name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "?";
         static const char *const res_name[] = {"f32", "bf16", "f16"};
+        char folded[64] = "";
+        if (e->stats.fold_max > 0)
+            snprintf(folded, sizeof folded, ", LayerNorm folded up to %d tokens",
+                     (int)e->stats.fold_max);
         COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), %s, %s residual, %d "
-                 "buckets up to %d tokens, %d lanes, graphs %s, %.1f MiB device memory; "
+                 "buckets up to %d tokens, %d lanes, graphs %s%s, %.1f MiB device memory; "
                  "start-up: model %.0f ms, staging slots %.0f ms, capture %.0f ms",
                  (int)device, name, model_dir, e->info.architecture, (int)e->info.num_layers,
                  (int)e->info.hidden_size, e->stats.dtype == KERN_DTYPE_F16 ? "binary16" : "bf16",
@@ -648,7 +672,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  graph_mode == 0   ? "lazy"
                  : graph_mode == 1 ? "captured at start"
                                    : "off",
-                 (double)e->stats.device_bytes / (1 << 20), model_ms, slots_ms, capture_ms);
+                 folded, (double)e->stats.device_bytes / (1 << 20), model_ms, slots_ms, capture_ms);
     }
     *out = e;
     *info_out = &e->info;

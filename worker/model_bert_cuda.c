@@ -40,15 +40,31 @@
  * read and write hb alone (hb = LN(. + hb); the last one writes h32 too). Then
  * pooling from h32 into forward's destination. Padding rows [n_tokens, T) of hb are zeros
  * (embedding kernel) and stay finite everywhere else (the LayerNorms do not write them). Thread:
- * the engine's submitting thread; stream: the one passed to forward. */
+ * the engine's submitting thread; stream: the one passed to forward.
+ *
+ * The folded LayerNorm (opts.fold; kernels/row_stats.h, docs/engine.md), at the buckets of up to
+ * fold_max tokens (s_folded; the others run the pass above, with the plain weights): no sublayer
+ * end normalises. Each writes its pre-LN sum x in binary16 and per-row statistics (sa after
+ * attention, sf after the FFN; epilogue BIAS_ADD_STATS), and whoever reads LN(x) takes it from
+ * x: the QKV (layers >= 1, S_QKVF) and FFN-up GEMMs run on x with W' = W diag(gamma) and
+ * bias b + W beta, normalising per row in their epilogue (LN_BIAS[_GELU]: rstd (x W'^T - mean c)
+ * + b', c = W' row sums), the next sublayer end and the pooling normalise their input on the fly.
+ * Layer 0 reads the embedding's LayerNorm output as before (S_QKV, plain residual hb). Buffers:
+ * hb = the embedding output, then x after each FFN; tmp = x after each attention. So the pass
+ * has no LayerNorm of its own: 2 fewer nodes per layer (or no cluster barrier in a fused
+ * sublayer end), at the price of our GEMMs being the only candidates for four of its five
+ * GEMMs. The pre-LN sums and the folded weights are bounded at load like everything else
+ * (fold_max, worker/bert_range.h): the fold needs binary16 to hold them. */
 #include "worker/model_bert_cuda.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/half.h"
 #include "common/log.h"
 #include "common/safetensors.h"
 #include "kernels/add_layernorm.h"
@@ -59,6 +75,7 @@
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
+#include "kernels/row_stats.h"
 #include "worker/bert_range.h"
 #include "worker/tune_cache.h"
 
@@ -69,15 +86,21 @@
 /* buckets up to this many tokens get their GEMM choices checked inside the whole forward pass */
 #define S_CONTEXT_MAX 256
 
-enum { S_QKV = 0, S_OUT, S_FF1, S_FF2, S_N_GEMM };
+/* S_QKVF: the folded pass's QKV of layers >= 1 (NULL otherwise) */
+enum { S_QKV = 0, S_OUT, S_FF1, S_FF2, S_QKVF, S_N_GEMM };
 
 typedef struct s_layer {
-    uint16_t *wqkv, *bqkv; /* [3H, H], [3H] bf16 */
+    uint16_t *wqkv, *bqkv; /* [3H, H], [3H] bf16 (plain: NULL when every bucket folds, l >= 1) */
     uint16_t *wo, *bo;     /* [H, H], [H] */
     float *ln1_g, *ln1_b;  /* [H] fp32 */
     uint16_t *w1, *b1;     /* [I, H], [I] */
     uint16_t *w2, *b2;     /* [H, I], [H] */
     float *ln2_g, *ln2_b;
+    /* fold: the QKV (layers >= 1) and FFN-up weights with the LayerNorm before them folded in
+     * (w1 and b1 plain: NULL when every bucket folds), and cqkv, c1 [3H], [I] fp32, the rows'
+     * sums of wqkv_f and w1_f as stored (binary16) */
+    uint16_t *wqkv_f, *bqkv_f, *w1_f, *b1_f;
+    float *cqkv, *c1;
 } s_layer_t;
 
 /* One lane's activations (the header comment's list): a forward pass reads and writes only its
@@ -86,6 +109,7 @@ typedef struct s_acts {
     int32_t *in;
     float *h32;
     uint16_t *hb, *r16, *big, *ctx, *tmp;
+    float *sa, *sf; /* fold: [T, H / 64, 2] statistics of tmp (after attention) and hb (FFN) */
     void *ws;
 } s_acts_t;
 
@@ -104,6 +128,10 @@ struct wrk_bert_cuda {
     s_acts_t *lanes;                   /* [n_lanes]; the tuner uses lane 0 */
     kern_dtype_t dtype;                /* of the weights and 16-bit activations */
     kern_residual_type_t residual;     /* the residual stream: h32, r16 or hb alone */
+    bool fold;                         /* the folded LayerNorm (the header comment) */
+    int32_t fold_max;                  /* its largest bucket (INT32_MAX: every one) */
+    bool plain;                        /* some bucket runs the plain pass: its weights exist */
+    int32_t n_plans;                   /* non-NULL in plans (S_QKVF only when folded) */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
 
@@ -156,13 +184,39 @@ static int s_read(const com_safetensors_t *st, const char *prefix, const char *n
     return 0;
 }
 
+/* Folds a LayerNorm (gamma, beta [H]) into the GEMM that reads its output, for the folded pass
+ * (the header comment): w [rows, H] and bias [rows] (fp32 host copies, in place) become
+ * w diag(gamma) and bias + w beta; c[j] (when not NULL) = the sum of row j as binary16 holds it
+ * (the upload rounds it so), which the LN_BIAS epilogue subtracts mean times. */
+static void s_fold_weights(float *w, float *bias, float *c, const float *gamma, const float *beta,
+                           int64_t rows, int64_t H) {
+    for (int64_t j = 0; j < rows; j++) {
+        float *row = w + j * H;
+        double db = 0.0, dc = 0.0;
+        for (int64_t k = 0; k < H; k++) {
+            db += (double)row[k] * beta[k];
+            row[k] *= gamma[k];
+            if (c)
+                dc += com_half_to_f32(com_half_from_f32(row[k]));
+        }
+        bias[j] = (float)(bias[j] + db);
+        if (c)
+            c[j] = (float)dc;
+    }
+}
+
 /* Loads the weights onto the device, in two passes over the file: the first bounds every
  * value the forward pass stores in 16 bits (worker/bert_range.h) into *range and settles the
  * 16-bit type (dtype: a kern_dtype_t, or WRK_BERT_DTYPE_AUTO = binary16 when every bound stays
  * inside its range, else bf16; binary16 asked for beyond it is refused), the second uploads the
- * weights in that type (LayerNorm parameters in fp32). */
-static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_range_t *range,
-                  com_error_t *err) {
+ * weights in that type (LayerNorm parameters in fp32). fold (WRK_BERT_FOLD_*): the folded pass
+ * (the header comment) is asked for: the first pass also bounds what only it stores
+ * (range->fold_max), and the second folds each LayerNorm but the embedding's into the GEMM
+ * after it (ON: refused with COM_EUNSUPPORTED unless binary16 holds everything; AUTO: then not
+ * folded), uploading the plain QKV and FFN-up weights as well when some bucket is not folded
+ * (m->fold_max, set by the caller, below the largest). */
+static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, int fold,
+                  wrk_bert_range_t *range, com_error_t *err) {
     const com_model_info_t *in = &m->info;
     com_safetensors_t *st = NULL;
     int rc = com_safetensors_open(path, &st, err);
@@ -178,9 +232,13 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_rang
     size_t need[] = {(size_t)P * H, 3 * (size_t)H * H, (size_t)I * H};
     for (size_t i = 0; i < sizeof need / sizeof *need; i++)
         big = need[i] > big ? need[i] : big;
-    float *buf = malloc(big * sizeof *buf), *bias = malloc((size_t)(I > 3 * H ? I : 3 * H) * 4);
+    const size_t wide = (size_t)(I > 3 * H ? I : 3 * H);
+    float *buf = malloc(big * sizeof *buf), *bias = malloc(wide * 4), *c = malloc(wide * 4);
     float *g = malloc((size_t)H * sizeof *g), *stage = NULL; /* stage: device, [big] */
-    if (!buf || !bias || !g) {
+    /* fold: the last LayerNorm's parameters (the next GEMM folds them) and its output's bound */
+    float *ln_g = malloc((size_t)H * sizeof *ln_g), *ln_b = malloc((size_t)H * sizeof *ln_b);
+    double ln_bound = 0.0;
+    if (!buf || !bias || !c || !g || !ln_g || !ln_b) {
         rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory (%zu floats)", big);
         goto out;
     }
@@ -208,6 +266,19 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_rang
             m->dtype = dtype != WRK_BERT_DTYPE_AUTO ? (kern_dtype_t)dtype
                        : fits                       ? KERN_DTYPE_F16
                                                     : KERN_DTYPE_BF16;
+            const bool can_fold = m->dtype == KERN_DTYPE_F16 && range->fold_max <= S_F16_LIMIT &&
+                                  H % KERN_STATS_COLS == 0;
+            if (fold == WRK_BERT_FOLD_ON && !can_fold) {
+                rc = com_error_set(err, COM_EUNSUPPORTED,
+                                   "bert cuda: fold=on needs binary16 activations that hold every "
+                                   "pre-LayerNorm sum and folded weight (bounds %g and %g, dtype "
+                                   "%s) and a hidden size that is a multiple of 64 (%d)",
+                                   range->worst, range->fold_max,
+                                   m->dtype == KERN_DTYPE_F16 ? "f16" : "bf16", (int)H);
+                goto out;
+            }
+            m->fold = fold != WRK_BERT_FOLD_OFF && can_fold;
+            m->plain = !m->fold || m->fold_max < m->buckets[m->n_buckets - 1];
             cudaError_t ce = cudaMalloc((void **)&stage, big * sizeof *stage);
             if (ce != cudaSuccess) {
                 stage = NULL;
@@ -231,7 +302,7 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_rang
         READ(g, "embeddings.LayerNorm.weight", 1, H, 0);
         READ(buf, "embeddings.LayerNorm.bias", 1, H, 0);
         if (pass == 0)
-            wrk_bert_range_layernorm(range, g, buf);
+            ln_bound = wrk_bert_range_layernorm(range, g, buf);
         UPLOAD(m->emb_g, g, H, false);
         UPLOAD(m->emb_b, buf, H, false);
         for (int32_t l = 0; l < in->num_layers; l++) {
@@ -246,6 +317,9 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_rang
                 READ(bias + (size_t)j * H, n, 1, H, 0);
             }
             double v_bound = 0.0, up_bound = 0.0;
+            /* the folded pass: layers >= 1 read the last FFN's pre-LN sum (the embedding's
+             * LayerNorm stays a kernel of its own) */
+            const bool fold_qkv = fold != WRK_BERT_FOLD_OFF && l > 0 && (pass == 0 || m->fold);
             if (pass == 0) { /* QKV, and its V rows: what the attention output mixes */
                 wrk_bert_range_values(range, buf, (size_t)(3 * H * H));
                 wrk_bert_range_values(range, bias, (size_t)(3 * H));
@@ -253,21 +327,36 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_rang
                 v_bound =
                     wrk_bert_range_after_ln(range, buf, bias, (int32_t)(2 * H), (int32_t)(3 * H));
             }
-            UPLOAD(L->wqkv, buf, 3 * H * H, true);
-            UPLOAD(L->bqkv, bias, 3 * H, true);
+            if (!fold_qkv || m->plain) {
+                UPLOAD(L->wqkv, buf, 3 * H * H, true);
+                UPLOAD(L->bqkv, bias, 3 * H, true);
+            }
+            if (fold_qkv) {
+                s_fold_weights(buf, bias, pass == 1 ? c : NULL, ln_g, ln_b, 3 * H, H);
+                if (pass == 0) {
+                    wrk_bert_range_fold_values(range, buf, (size_t)(3 * H * H));
+                    wrk_bert_range_fold_values(range, bias, (size_t)(3 * H));
+                }
+                UPLOAD(L->wqkv_f, buf, 3 * H * H, true);
+                UPLOAD(L->bqkv_f, bias, 3 * H, true);
+                UPLOAD(L->cqkv, c, 3 * H, false);
+            }
             READ(buf, NAME("attention.output.dense.weight"), 2, H, H);
             READ(bias, NAME("attention.output.dense.bias"), 1, H, 0);
-            if (pass == 0) {
+            if (pass == 0) { /* and its pre-LN sum: output + residual (the last LN's output) */
                 wrk_bert_range_values(range, buf, (size_t)(H * H));
                 wrk_bert_range_values(range, bias, (size_t)H);
-                wrk_bert_range_after_bound(range, buf, bias, (int32_t)H, (int32_t)H, v_bound);
+                wrk_bert_range_fold(range, wrk_bert_range_after_bound(range, buf, bias, (int32_t)H,
+                                                                      (int32_t)H, v_bound) +
+                                               ln_bound);
             }
             UPLOAD(L->wo, buf, H * H, true);
             UPLOAD(L->bo, bias, H, true);
             READ(g, NAME("attention.output.LayerNorm.weight"), 1, H, 0);
             READ(bias, NAME("attention.output.LayerNorm.bias"), 1, H, 0);
             if (pass == 0)
-                wrk_bert_range_layernorm(range, g, bias);
+                ln_bound = wrk_bert_range_layernorm(range, g, bias);
+            memcpy(ln_g, g, (size_t)H * sizeof *g), memcpy(ln_b, bias, (size_t)H * sizeof *bias);
             UPLOAD(L->ln1_g, g, H, false);
             UPLOAD(L->ln1_b, bias, H, false);
             READ(buf, NAME("intermediate.dense.weight"), 2, I, H);
@@ -278,21 +367,37 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_rang
                 up_bound = wrk_bert_range_gelu(
                     range, wrk_bert_range_after_ln(range, buf, bias, 0, (int32_t)I));
             }
-            UPLOAD(L->w1, buf, I * H, true);
-            UPLOAD(L->b1, bias, I, true);
+            const bool fold_up = fold != WRK_BERT_FOLD_OFF && (pass == 0 || m->fold);
+            if (!fold_up || m->plain) {
+                UPLOAD(L->w1, buf, I * H, true);
+                UPLOAD(L->b1, bias, I, true);
+            }
+            if (fold_up) {
+                s_fold_weights(buf, bias, pass == 1 ? c : NULL, ln_g, ln_b, I, H);
+                if (pass == 0) {
+                    wrk_bert_range_fold_values(range, buf, (size_t)(I * H));
+                    wrk_bert_range_fold_values(range, bias, (size_t)I);
+                }
+                UPLOAD(L->w1_f, buf, I * H, true);
+                UPLOAD(L->b1_f, bias, I, true);
+                UPLOAD(L->c1, c, I, false);
+            }
             READ(buf, NAME("output.dense.weight"), 2, H, I);
             READ(bias, NAME("output.dense.bias"), 1, H, 0);
             if (pass == 0) {
                 wrk_bert_range_values(range, buf, (size_t)(H * I));
                 wrk_bert_range_values(range, bias, (size_t)H);
-                wrk_bert_range_after_bound(range, buf, bias, (int32_t)H, (int32_t)I, up_bound);
+                wrk_bert_range_fold(range, wrk_bert_range_after_bound(range, buf, bias, (int32_t)H,
+                                                                      (int32_t)I, up_bound) +
+                                               ln_bound);
             }
             UPLOAD(L->w2, buf, H * I, true);
             UPLOAD(L->b2, bias, H, true);
             READ(g, NAME("output.LayerNorm.weight"), 1, H, 0);
             READ(bias, NAME("output.LayerNorm.bias"), 1, H, 0);
             if (pass == 0)
-                wrk_bert_range_layernorm(range, g, bias);
+                ln_bound = wrk_bert_range_layernorm(range, g, bias);
+            memcpy(ln_g, g, (size_t)H * sizeof *g), memcpy(ln_b, bias, (size_t)H * sizeof *bias);
             UPLOAD(L->ln2_g, g, H, false);
             UPLOAD(L->ln2_b, bias, H, false);
 #undef NAME
@@ -309,7 +414,7 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, wrk_bert_rang
 out:
     if (stage)
         cudaFree(stage);
-    free(buf), free(bias), free(g);
+    free(buf), free(bias), free(c), free(g), free(ln_g), free(ln_b);
     com_safetensors_destroy(&st);
     if (rc != 0)
         com_error_prefix(err, rc, "%s", path);
@@ -361,21 +466,29 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p) {
     *self_p = NULL;
 }
 
+/* One lane's row statistics of the folded pass (sa or sf): [T, H / 64, 2] fp32. */
+static size_t s_stats_bytes(const wrk_bert_cuda_t *m) {
+    return (size_t)m->buckets[m->n_buckets - 1] * (size_t)(m->info.hidden_size / KERN_STATS_COLS) *
+           2 * sizeof(float);
+}
+
 /* Sets every activation byte of lane a to byte (cudaMemset), synchronously. */
 static int s_fill_activations(const wrk_bert_cuda_t *m, const s_acts_t *a, int byte,
                               com_error_t *err) {
     const size_t T = (size_t)m->buckets[m->n_buckets - 1], H = (size_t)m->info.hidden_size;
     const size_t I = (size_t)m->info.intermediate_size, wide = 3 * H > I ? 3 * H : I;
-    void *const bufs[] = {a->in, a->h32, a->hb, a->r16, a->big, a->ctx, a->tmp};
+    void *const bufs[] = {a->in, a->h32, a->hb, a->r16, a->big, a->ctx, a->tmp, a->sa, a->sf};
     const size_t sizes[] = {wrk_bert_cuda_input_words((int32_t)T) * 4,
                             T * H * 4,
                             T * H * 2,
                             T * H * 2,
                             T * wide * 2,
                             T * H * 2,
-                            T * H * 2};
+                            T * H * 2,
+                            s_stats_bytes(m),
+                            s_stats_bytes(m)};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
-        if (bufs[i]) /* r16 only with an f16 residual */
+        if (bufs[i]) /* r16 only with an f16 residual, sa and sf only folded */
             KERN_CUDA_TRY(cudaMemset(bufs[i], byte, sizes[i]), err);
     KERN_CUDA_TRY(cudaDeviceSynchronize(), err);
     return 0;
@@ -442,11 +555,32 @@ static int s_time_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t st, cudaE
     return 0;
 }
 
-/* The epilogue of GEMM i (enum above). */
-static const kern_linear_epilogue_t s_epi[S_N_GEMM] = {[S_QKV] = KERN_LINEAR_BIAS,
-                                                       [S_OUT] = KERN_LINEAR_BIAS_ADD_LN,
-                                                       [S_FF1] = KERN_LINEAR_BIAS_GELU,
-                                                       [S_FF2] = KERN_LINEAR_BIAS_ADD_LN};
+/* Whether bucket b runs the folded pass (the header comment). */
+static bool s_folded(const wrk_bert_cuda_t *m, int32_t b) {
+    return m->fold && m->buckets[b] <= m->fold_max;
+}
+
+/* The epilogue of GEMM i (enum above) at bucket b, as its pass runs it (folded or not). */
+static kern_linear_epilogue_t s_epi(const wrk_bert_cuda_t *m, int32_t b, int i) {
+    const bool fold = s_folded(m, b);
+    switch (i) {
+    case S_QKV:
+        return KERN_LINEAR_BIAS;
+    case S_FF1:
+        return fold ? KERN_LINEAR_LN_BIAS_GELU : KERN_LINEAR_BIAS_GELU;
+    case S_QKVF:
+        return KERN_LINEAR_LN_BIAS;
+    default: /* the sublayer ends */
+        return fold ? KERN_LINEAR_BIAS_ADD_STATS : KERN_LINEAR_BIAS_ADD_LN;
+    }
+}
+
+/* GEMM i's input and output widths */
+static void s_gemm_shape(const wrk_bert_cuda_t *m, int i, int32_t *in, int32_t *out) {
+    const int32_t H = m->info.hidden_size, I = m->info.intermediate_size;
+    *in = i == S_FF2 ? I : H;
+    *out = i == S_QKV || i == S_QKVF ? 3 * H : i == S_FF1 ? I : H;
+}
 
 /* true iff the residual stream is a binary16 copy beside bf16 activations (r16) */
 static bool s_r16(const wrk_bert_cuda_t *m) {
@@ -482,17 +616,53 @@ static kern_linear_ln_t s_sublayer_end(const wrk_bert_cuda_t *m, const s_acts_t 
     return ln;
 }
 
+/* The folded pass's operands of GEMM i of layer l (the header comment): the sublayer ends write
+ * their sum (tmp after attention, hb after the FFN) and its statistics (sa, sf); their residual
+ * is the layer's input, plain (hb, layer 0: the embedding's LayerNorm output) or folded (hb and
+ * sf with the last layer's FFN LayerNorm), or, after the FFN, the attention's sum (tmp, sa, this
+ * layer's first LayerNorm); FFN-up and the folded QKV read tmp (sa) and hb (sf). */
+static kern_linear_ln_t s_fold_ops(const wrk_bert_cuda_t *m, const s_acts_t *a, int32_t l, int i,
+                                   const int32_t *n_rows) {
+    const s_layer_t *L = &m->layers[l];
+    kern_linear_ln_t ln = {.eps = m->info.layer_norm_eps, .n_rows = n_rows};
+    switch (i) {
+    case S_OUT:
+        ln.out_stats = a->sa;
+        if (l == 0) {
+            ln.residual_f16 = a->hb;
+        } else {
+            ln.residual_x = a->hb, ln.residual_stats = a->sf;
+            ln.gamma = m->layers[l - 1].ln2_g, ln.beta = m->layers[l - 1].ln2_b;
+        }
+        break;
+    case S_FF1:
+        ln.in_stats = a->sa, ln.c = L->c1;
+        break;
+    case S_FF2:
+        ln.out_stats = a->sf;
+        ln.residual_x = a->tmp, ln.residual_stats = a->sa;
+        ln.gamma = L->ln1_g, ln.beta = L->ln1_b;
+        break;
+    case S_QKVF:
+        ln.in_stats = a->sf, ln.c = L->cqkv;
+        break;
+    default:
+        break;
+    }
+    return ln;
+}
+
 /* The tuning cache key of GEMM i at bucket b: shape and epilogue, and for the LayerNorm
  * epilogue the residual stream's type (a 16-bit residual makes another op to time). */
 static void s_plan_key(const wrk_bert_cuda_t *m, int32_t b, int i, char *key, size_t cap) {
-    const int32_t H = m->info.hidden_size, I = m->info.intermediate_size;
-    const int32_t in[S_N_GEMM] = {H, H, H, I}, out[S_N_GEMM] = {3 * H, H, I, H};
-    snprintf(key, cap, "n %d in %d out %d epi %d%s%s", (int)m->buckets[b], (int)in[i], (int)out[i],
-             (int)s_epi[i], m->dtype == KERN_DTYPE_F16 ? " f16" : "",
-             s_epi[i] != KERN_LINEAR_BIAS_ADD_LN ? ""
-             : m->residual == KERN_RESIDUAL_BF16 ? " residual bf16"
-             : m->residual == KERN_RESIDUAL_F16  ? " residual f16"
-                                                 : "");
+    int32_t in, out;
+    s_gemm_shape(m, i, &in, &out);
+    snprintf(key, cap, "n %d in %d out %d epi %d%s%s", (int)m->buckets[b], (int)in, (int)out,
+             (int)s_epi(m, b, i), m->dtype == KERN_DTYPE_F16 ? " f16" : "",
+             s_epi(m, b, i) != KERN_LINEAR_BIAS_ADD_LN ? ""
+             : m->residual == KERN_RESIDUAL_BF16       ? " residual bf16"
+             : m->residual == KERN_RESIDUAL_F16        ? " residual f16"
+                                                       : "");
 }
 
 /* Latency buckets (<= S_CONTEXT_MAX tokens) whose plans were just timed one GEMM at a time: for
@@ -540,6 +710,8 @@ static int s_refine_in_context(wrk_bert_cuda_t *m, int32_t b, int32_t *refined, 
     if (rc == 0)
         rc = s_time_forward(m, b, st, e0, e1, &base, err);
     for (int i = 0; i < S_N_GEMM && rc == 0; i++) {
+        if (!p[i])
+            continue;
         const int32_t cur = kern_linear_plan_rank(p[i]), alt = kern_linear_plan_alternative(p[i]);
         if (alt == cur || kern_linear_plan_choose(p[i], alt, NULL) != 0)
             continue;
@@ -587,25 +759,39 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
      * timed run, which keeps it finite (LayerNorm output is bounded by gamma and beta). */
     const s_acts_t *a = &m->lanes[0];
     int rc = s_fill_activations(m, a, 0x3c, err);
-    const s_layer_t *L = &m->layers[0];
     int32_t changed = 0, timed = 0, refined = 0;
     for (int32_t b = 0; b < m->n_buckets && rc == 0; b++) {
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
+        /* layer 0's weights; folded, layer 1's (its QKV is folded: it has cqkv) when there is
+         * one, and layer 0's plain QKV (the only one the pass has) */
+        const bool fold = s_folded(m, b);
+        const int32_t lt = fold && m->info.num_layers > 1 ? 1 : 0;
+        const s_layer_t *L = &m->layers[lt], *L0 = &m->layers[0];
         /* as the forward pass has them, but n_rows NULL (every row: a full bucket; the input
          * area holds the last in-context batch, whose token count may be smaller) */
-        const kern_linear_ln_t ln1 = s_sublayer_end(m, a, L, false, NULL, false, false),
-                               ln2 = s_sublayer_end(m, a, L, true, NULL, false, false);
+        const kern_linear_ln_t ln1 = fold ? s_fold_ops(m, a, lt, S_OUT, NULL)
+                                          : s_sublayer_end(m, a, L, false, NULL, false, false),
+                               ln2 = fold ? s_fold_ops(m, a, lt, S_FF2, NULL)
+                                          : s_sublayer_end(m, a, L, true, NULL, false, false),
+                               lnu = s_fold_ops(m, a, lt, S_FF1, NULL),
+                               lnq = s_fold_ops(m, a, lt, S_QKVF, NULL);
+        /* folded: the sums go to tmp (attention) and hb (FFN), FFN-up reads tmp */
+        uint16_t *const x_att = fold ? a->tmp : a->hb;
         struct {
             uint16_t *y;
             const uint16_t *x, *w, *bias;
             const kern_linear_ln_t *ln;
-        } g[S_N_GEMM] = {[S_QKV] = {a->big, a->hb, L->wqkv, L->bqkv, NULL},
-                         [S_OUT] = {a->hb, a->ctx, L->wo, L->bo, &ln1},
-                         [S_FF1] = {a->big, a->hb, L->w1, L->b1, NULL},
-                         [S_FF2] = {a->hb, a->big, L->w2, L->b2, &ln2}};
+        } g[S_N_GEMM] = {[S_QKV] = {a->big, a->hb, L0->wqkv, L0->bqkv, NULL},
+                         [S_OUT] = {x_att, a->ctx, L->wo, L->bo, &ln1},
+                         [S_FF1] = {a->big, x_att, fold ? L->w1_f : L->w1, fold ? L->b1_f : L->b1,
+                                    fold ? &lnu : NULL},
+                         [S_FF2] = {a->hb, a->big, L->w2, L->b2, &ln2},
+                         [S_QKVF] = {a->big, a->hb, L->wqkv_f, L->bqkv_f, &lnq}};
         char key[S_N_GEMM][64];
         int32_t timed_here = 0;
         for (int i = 0; i < S_N_GEMM && rc == 0; i++) {
+            if (!p[i])
+                continue;
             s_plan_key(m, b, i, key[i], sizeof key[i]);
             int32_t chosen = 0;
             const char *kept = NULL;
@@ -621,6 +807,8 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
         if (rc == 0 && timed_here > 0 && m->buckets[b] <= S_CONTEXT_MAX)
             rc = s_refine_in_context(m, b, &refined, err);
         for (int i = 0; i < S_N_GEMM && rc == 0; i++) {
+            if (!p[i])
+                continue;
             changed += kern_linear_plan_rank(p[i]) != 0;
             if (cache && wrk_tune_cache_put(cache, key[i], kern_linear_plan_rank(p[i]),
                                             kern_linear_plan_describe(p[i]), NULL) != 0)
@@ -639,14 +827,14 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
         COM_WARN("bert cuda: tuning cache: %s (the next start times the GEMMs again)", e.msg);
     wrk_tune_cache_destroy(&cache);
     m->plans_timed = timed;
-    m->plans_cached = m->n_buckets * S_N_GEMM - timed;
+    m->plans_cached = m->n_plans - timed;
     if (rc == 0)
         COM_INFO("bert cuda: GEMM algorithms for %d plans in %.0f ms (%d timed, %d from the "
                  "tuning cache%s%s, %d changed by timing in context); %d differ from the "
                  "heuristic's first choice",
-                 (int)(m->n_buckets * S_N_GEMM), (com_clock_mono_us() - t0) / 1e3, (int)timed,
-                 (int)(m->n_buckets * S_N_GEMM - timed), cache_path ? " " : "",
-                 cache_path ? cache_path : "", (int)refined, (int)changed);
+                 (int)m->n_plans, (com_clock_mono_us() - t0) / 1e3, (int)timed,
+                 (int)(m->n_plans - timed), cache_path ? " " : "", cache_path ? cache_path : "",
+                 (int)refined, (int)changed);
     return rc;
 }
 
@@ -695,6 +883,11 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         rc = com_error_set(err, COM_EINVAL, "bert cuda: dtype %d", opts->dtype);
         goto err;
     }
+    if (opts->fold < WRK_BERT_FOLD_OFF || opts->fold > WRK_BERT_FOLD_AUTO || opts->fold_max < 0) {
+        rc = com_error_set(err, COM_EINVAL, "bert cuda: fold %d, fold_max %d", opts->fold,
+                           (int)opts->fold_max);
+        goto err;
+    }
     /* a bf16 residual stream is the bf16 activations themselves */
     if (opts->residual == KERN_RESIDUAL_BF16 && opts->dtype == KERN_DTYPE_F16) {
         rc = com_error_set(err, COM_EINVAL, "bert cuda: residual=bf16 needs dtype=bf16");
@@ -704,8 +897,21 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     wrk_bert_range_t range;
     if ((rc = wrk_bert_range_init(&range, info->hidden_size, err)) != 0)
         goto err;
+    /* AUTO folds only where ON would be taken without asking for more: the residual stream left
+     * to the pass (the folded one is its binary16 sums), a Hopper GPU (our folding GEMMs) */
+    int fold = opts->fold, major = 0, dev = 0;
+    if (fold == WRK_BERT_FOLD_AUTO &&
+        ((opts->residual != WRK_BERT_RESIDUAL_AUTO && opts->residual != KERN_RESIDUAL_F16) ||
+         cudaGetDevice(&dev) != cudaSuccess ||
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+         major < 9 ||
+         (opts->fold_max > 0 ? opts->fold_max : WRK_BERT_FOLD_MAX_DEFAULT) < buckets[0]))
+        fold = WRK_BERT_FOLD_OFF;
+    m->fold_max = fold == WRK_BERT_FOLD_ON ? INT32_MAX
+                  : opts->fold_max > 0     ? opts->fold_max
+                                           : WRK_BERT_FOLD_MAX_DEFAULT;
     double t0 = com_clock_mono_us();
-    rc = s_load(m, weights_path, dtype, &range, err);
+    rc = s_load(m, weights_path, dtype, fold, &range, err);
     const double load_ms = (com_clock_mono_us() - t0) / 1e3;
     const double ln_bound = range.ln_max;
     if (rc == 0)
@@ -742,6 +948,8 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
             (rc = s_dalloc(m, T * wide * 2, (void **)&a->big, err)) ||
             (rc = s_dalloc(m, T * H * 2, (void **)&a->ctx, err)) ||
             (rc = s_dalloc(m, T * H * 2, (void **)&a->tmp, err)) ||
+            (m->fold && (rc = s_dalloc(m, s_stats_bytes(m), (void **)&a->sa, err))) ||
+            (m->fold && (rc = s_dalloc(m, s_stats_bytes(m), (void **)&a->sf, err))) ||
             (rc = s_dalloc(m, S_WORKSPACE_BYTES, &a->ws, err)))
             goto err;
         /* zeroed once: padding rows are then finite from the first batch on */
@@ -760,17 +968,17 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     const double acts_ms = (com_clock_mono_us() - t0) / 1e3;
     t0 = com_clock_mono_us();
     for (int32_t b = 0; b < n_buckets; b++) {
-        const int32_t n = buckets[b], h = (int32_t)H, inter = (int32_t)I;
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
-        if ((rc = kern_linear_plan_new(m->lt, n, h, 3 * h, s_epi[S_QKV], S_WORKSPACE_BYTES, 0,
-                                       m->dtype, &p[S_QKV], err)) ||
-            (rc = kern_linear_plan_new(m->lt, n, h, h, s_epi[S_OUT], S_WORKSPACE_BYTES, 0, m->dtype,
-                                       &p[S_OUT], err)) ||
-            (rc = kern_linear_plan_new(m->lt, n, h, inter, s_epi[S_FF1], S_WORKSPACE_BYTES, 0,
-                                       m->dtype, &p[S_FF1], err)) ||
-            (rc = kern_linear_plan_new(m->lt, n, inter, h, s_epi[S_FF2], S_WORKSPACE_BYTES, 0,
-                                       m->dtype, &p[S_FF2], err)))
-            goto err;
+        for (int i = 0; i < S_N_GEMM; i++) {
+            if (i == S_QKVF && !(s_folded(m, b) && info->num_layers > 1))
+                continue; /* no folded QKV */
+            int32_t gin, gout;
+            s_gemm_shape(m, i, &gin, &gout);
+            if ((rc = kern_linear_plan_new(m->lt, buckets[b], gin, gout, s_epi(m, b, i),
+                                           S_WORKSPACE_BYTES, 0, m->dtype, &p[i], err)) != 0)
+                goto err;
+            m->n_plans++;
+        }
     }
     const double plans_ms = (com_clock_mono_us() - t0) / 1e3;
     t0 = com_clock_mono_us();
@@ -778,7 +986,7 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         goto err;
     COM_INFO("bert cuda: start-up: weights %.0f ms, activations %.0f ms (%d lanes), %d GEMM plans "
              "%.0f ms, tuning %.0f ms",
-             load_ms, acts_ms, (int)m->n_lanes, (int)(n_buckets * S_N_GEMM), plans_ms,
+             load_ms, acts_ms, (int)m->n_lanes, (int)m->n_plans, plans_ms,
              (com_clock_mono_us() - t0) / 1e3);
     *out = m;
     return 0;
@@ -800,6 +1008,14 @@ int wrk_bert_cuda_dtype(const wrk_bert_cuda_t *m) {
     return (int)m->dtype;
 }
 
+int32_t wrk_bert_cuda_fold_max(const wrk_bert_cuda_t *m) {
+    int32_t largest = 0;
+    for (int32_t b = 0; b < m->n_buckets; b++)
+        if (s_folded(m, b))
+            largest = m->buckets[b];
+    return largest;
+}
+
 size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m) {
     return m->bytes;
 }
@@ -817,6 +1033,7 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                   *cu = types + T;
     const int32_t *n_seqs = meta, *n_tokens = meta + 1, *out_dim = meta + 2, *norm = meta + 3;
     kern_linear_plan_t *const *p = m->plans + (size_t)bi * S_N_GEMM;
+    const bool fold = s_folded(m, bi);
     const kern_attention_params_t ap = {in->num_heads, in->num_heads, in->head_dim,
                                         1.0f / sqrtf((float)in->head_dim), false};
     int rc;
@@ -837,17 +1054,27 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
     for (int32_t l = 0; l < in->num_layers; l++) {
         const s_layer_t *L = &m->layers[l];
         const bool last = l == in->num_layers - 1; /* the pooling reads h32 */
-        /* hb (and h32) = LN(GEMM + b + residual); rows >= n_tokens untouched */
-        const kern_linear_ln_t ln1 = s_sublayer_end(m, a, L, false, n_tokens, l == 0, false),
-                               ln2 = s_sublayer_end(m, a, L, true, n_tokens, false, last);
-        S_TRY(kern_linear_cuda(m->lt, p[S_QKV], a->big, a->hb, L->wqkv, L->bqkv, NULL, a->ws,
-                               S_WORKSPACE_BYTES, stream, err));
+        /* hb (and h32) = LN(GEMM + b + residual); rows >= n_tokens untouched. Folded: tmp and
+         * hb = the sums, sa and sf their statistics, the QKV of layers >= 1 and FFN-up
+         * normalising x in their epilogues (s_fold_ops) */
+        const bool fold_qkv = fold && l > 0;
+        const kern_linear_ln_t ln1 = fold ? s_fold_ops(m, a, l, S_OUT, n_tokens)
+                                          : s_sublayer_end(m, a, L, false, n_tokens, l == 0, false),
+                               ln2 = fold ? s_fold_ops(m, a, l, S_FF2, n_tokens)
+                                          : s_sublayer_end(m, a, L, true, n_tokens, false, last),
+                               lnu = s_fold_ops(m, a, l, S_FF1, n_tokens),
+                               lnq = s_fold_ops(m, a, l, S_QKVF, n_tokens);
+        uint16_t *const x_att = fold ? a->tmp : a->hb; /* the attention sublayer's output */
+        S_TRY(kern_linear_cuda(m->lt, fold_qkv ? p[S_QKVF] : p[S_QKV], a->big, a->hb,
+                               fold_qkv ? L->wqkv_f : L->wqkv, fold_qkv ? L->bqkv_f : L->bqkv,
+                               fold_qkv ? &lnq : NULL, a->ws, S_WORKSPACE_BYTES, stream, err));
         S_TRY(kern_attention_cuda(&ap, m->dtype, a->ctx, H, a->big, 3 * H, a->big + H, 3 * H,
                                   a->big + 2 * H, 3 * H, cu, seq, n_tokens, T, stream, err));
-        S_TRY(kern_linear_cuda(m->lt, p[S_OUT], a->hb, a->ctx, L->wo, L->bo, &ln1, a->ws,
+        S_TRY(kern_linear_cuda(m->lt, p[S_OUT], x_att, a->ctx, L->wo, L->bo, &ln1, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
-        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], a->big, a->hb, L->w1, L->b1, NULL, a->ws,
-                               S_WORKSPACE_BYTES, stream, err)); /* + bias + GELU */
+        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], a->big, x_att, fold ? L->w1_f : L->w1,
+                               fold ? L->b1_f : L->b1, fold ? &lnu : NULL, a->ws, S_WORKSPACE_BYTES,
+                               stream, err)); /* + bias + GELU */
         S_TRY(kern_linear_cuda(m->lt, p[S_FF2], a->hb, a->big, L->w2, L->b2, &ln2, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
     }
@@ -856,8 +1083,13 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                                                                  : KERN_POOL_MEAN;
     /* no destination (the tuner's timing runs): big, free again once the last FFN is done, holds
      * the [n_seqs, H] fp32 result (it has T x max(3H, I) bf16 >= T x H fp32) */
-    S_TRY(kern_pool_cuda(out ? out : (float *)a->big, a->h32, cu, n_seqs, out_dim, norm, T, H, mode,
-                         stream, err));
+    float *dst = out ? out : (float *)a->big;
+    const s_layer_t *last = &m->layers[in->num_layers - 1];
+    if (fold) /* the last LayerNorm on the fly, from hb and sf */
+        S_TRY(kern_pool_folded_cuda(dst, a->hb, m->dtype, a->sf, last->ln2_g, last->ln2_b, eps, cu,
+                                    n_seqs, out_dim, norm, T, H, mode, stream, err));
+    else
+        S_TRY(kern_pool_cuda(dst, a->h32, cu, n_seqs, out_dim, norm, T, H, mode, stream, err));
 #undef S_TRY
     return 0;
 }

@@ -61,7 +61,19 @@ typedef struct wrk_bert_cuda_opts {
     const char *tune_cache; /* with tune: file of earlier choices (worker/tune_cache.h), or NULL */
     int lanes;              /* activation sets (0 = 1): passes that may run side by side */
     int dtype;              /* kern_dtype_t or WRK_BERT_DTYPE_AUTO */
+    int fold;               /* the folded LayerNorm (model_bert_cuda.c's header), WRK_BERT_FOLD_* */
+    int32_t fold_max;       /* WRK_BERT_FOLD_AUTO: the largest bucket folded (0: the default) */
 } wrk_bert_cuda_opts_t;
+/* fold: OFF; ON, every bucket (binary16 activations that hold the folded pass's values, hidden %
+ * 64 == 0 and a Hopper GPU, else refused with COM_EUNSUPPORTED); AUTO, the buckets of up to
+ * fold_max tokens (WRK_BERT_FOLD_MAX_DEFAULT) where ON would be taken with the residual stream
+ * auto or f16, else none. Measured on the H200 (docs/benchmarks.md): the fold wins at 1 x 128
+ * tokens (BERT-base 0.343 against 0.370 ms) and loses from 1024 tokens on, so AUTO keeps both
+ * passes (the folded QKV and FFN-up weights twice) and picks one per bucket. */
+#define WRK_BERT_FOLD_OFF         0
+#define WRK_BERT_FOLD_ON          1
+#define WRK_BERT_FOLD_AUTO        2
+#define WRK_BERT_FOLD_MAX_DEFAULT 128
 
 /* Loads weights_path onto the current CUDA device (bf16, Q/K/V fused, LayerNorm parameters
  * fp32), plans activations for the largest of buckets[0..n_buckets) (ascending) and one cuBLASLt
@@ -78,6 +90,8 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p);
 size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m); /* weights + lanes x (acts + ws) */
 int wrk_bert_cuda_residual(const wrk_bert_cuda_t *m);        /* the kern_residual_type_t chosen */
 int wrk_bert_cuda_dtype(const wrk_bert_cuda_t *m);           /* the kern_dtype_t chosen */
+/* The largest bucket the folded pass runs (0: none; every bucket with fold ON). */
+int32_t wrk_bert_cuda_fold_max(const wrk_bert_cuda_t *m);
 /* GEMM plans whose algorithm start-up timed, and those taken from the tuning cache. */
 void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached);
 
