@@ -3,7 +3,11 @@
 # .gpupack/gc.tar.xz for the device tool (carry [".gpupack"], command:
 # mkdir -p .gpucarry && tar xJf .gpupack/gc.tar.xz -C .gpucarry && bash .gpucarry/next1.sh):
 #   bin0  main's kernels_cuda, engine_cuda, bench_kernels_cuda, bench_engine_cuda
-# Needs the four host libraries of shared/GPU-HOST.md in .gpucarry/lib (or in an earlier pack).
+# and .gpupack/real.tar.xz (bin0's bench_engine_cuda, lib, .gpucarry/real16, next2.sh; carried
+# alone: with gc.tar.xz it would pass the device tool's 64 MiB).
+# Needs the four host libraries of shared/GPU-HOST.md in .gpucarry/lib (or in an earlier pack)
+# and .gpucarry/real16 (python3 bench/gpu/pack_bf16_model.py models/all-MiniLM-L6-v2
+# .gpucarry/real16 f16).
 set -euo pipefail
 repo=$(pwd)
 res=$repo/docs/results/2026-12-02-h200-session17
@@ -20,5 +24,7 @@ for t in kernels_cuda engine_cuda bench_kernels_cuda bench_engine_cuda; do
     cp "$(find "$work/bin0/build" -name $t -type f -executable | head -1)" .gpucarry/bin0/
 done
 cp "$res/next1.sh" .gpucarry/
+cp "$res/next2.sh" .gpucarry/
 tar cf - -C .gpucarry bin0 lib next1.sh | xz -T8 -6 >.gpupack/gc.tar.xz
-ls -la .gpupack/gc.tar.xz
+tar cf - -C .gpucarry bin0/bench_engine_cuda lib real16 next2.sh | xz -T8 -6 >.gpupack/real.tar.xz
+ls -la .gpupack/gc.tar.xz .gpupack/real.tar.xz
