@@ -278,6 +278,11 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, int fold,
                 goto out;
             }
             m->fold = fold != WRK_BERT_FOLD_OFF && can_fold;
+            if (fold == WRK_BERT_FOLD_AUTO && !can_fold)
+                COM_INFO("bert cuda: fold=auto: the LayerNorms stay unfolded (%s activations, "
+                         "folded values bounded by %g, binary16 holds %g, hidden %d)",
+                         m->dtype == KERN_DTYPE_F16 ? "binary16" : "bf16", range->fold_max,
+                         S_F16_LIMIT, (int)H);
             m->plain = !m->fold || m->fold_max < m->buckets[m->n_buckets - 1];
             cudaError_t ce = cudaMalloc((void **)&stage, big * sizeof *stage);
             if (ce != cudaSuccess) {
