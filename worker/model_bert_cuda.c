@@ -130,7 +130,6 @@ struct wrk_bert_cuda {
     kern_residual_type_t residual;     /* the residual stream: h32, r16 or hb alone */
     bool fold;                         /* the folded LayerNorm (the header comment) */
     int32_t fold_max;                  /* its largest bucket (INT32_MAX: every one) */
-    bool plain;                        /* some bucket runs the plain pass: its weights exist */
     int32_t n_plans;                   /* non-NULL in plans (S_QKVF only when folded) */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
@@ -182,6 +181,12 @@ static int s_read(const com_safetensors_t *st, const char *prefix, const char *n
     if (rc != 0)
         return com_error_prefix(err, rc, "tensor %s", full);
     return 0;
+}
+
+/* Whether some bucket runs the plain pass (so the plain QKV and FFN-up weights must exist):
+ * nothing is folded, or the largest bucket is past fold_max. */
+static bool s_some_plain(const wrk_bert_cuda_t *m) {
+    return !m->fold || m->fold_max < m->buckets[m->n_buckets - 1];
 }
 
 /* Folds a LayerNorm (gamma, beta [H]) into the GEMM that reads its output, for the folded pass
@@ -238,6 +243,7 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, int fold,
     /* fold: the last LayerNorm's parameters (the next GEMM folds them) and its output's bound */
     float *ln_g = malloc((size_t)H * sizeof *ln_g), *ln_b = malloc((size_t)H * sizeof *ln_b);
     double ln_bound = 0.0;
+    bool plain = true; /* pass 1: the plain QKV and FFN-up weights are uploaded (s_some_plain) */
     if (!buf || !bias || !c || !g || !ln_g || !ln_b) {
         rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory (%zu floats)", big);
         goto out;
@@ -283,7 +289,7 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, int fold,
                          "folded values bounded by %g, binary16 holds %g, hidden %d)",
                          m->dtype == KERN_DTYPE_F16 ? "binary16" : "bf16", range->fold_max,
                          S_F16_LIMIT, (int)H);
-            m->plain = !m->fold || m->fold_max < m->buckets[m->n_buckets - 1];
+            plain = s_some_plain(m);
             cudaError_t ce = cudaMalloc((void **)&stage, big * sizeof *stage);
             if (ce != cudaSuccess) {
                 stage = NULL;
@@ -332,7 +338,7 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, int fold,
                 v_bound =
                     wrk_bert_range_after_ln(range, buf, bias, (int32_t)(2 * H), (int32_t)(3 * H));
             }
-            if (!fold_qkv || m->plain) {
+            if (!fold_qkv || plain) {
                 UPLOAD(L->wqkv, buf, 3 * H * H, true);
                 UPLOAD(L->bqkv, bias, 3 * H, true);
             }
@@ -373,7 +379,7 @@ static int s_load(wrk_bert_cuda_t *m, const char *path, int dtype, int fold,
                     range, wrk_bert_range_after_ln(range, buf, bias, 0, (int32_t)I));
             }
             const bool fold_up = fold != WRK_BERT_FOLD_OFF && (pass == 0 || m->fold);
-            if (!fold_up || m->plain) {
+            if (!fold_up || plain) {
                 UPLOAD(L->w1, buf, I * H, true);
                 UPLOAD(L->b1, bias, I, true);
             }
@@ -904,17 +910,15 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         goto err;
     /* AUTO folds only where ON would be taken without asking for more: the residual stream left
      * to the pass (the folded one is its binary16 sums), a Hopper GPU (our folding GEMMs) */
+    const int32_t fold_max = opts->fold_max > 0 ? opts->fold_max : WRK_BERT_FOLD_MAX_DEFAULT;
     int fold = opts->fold, major = 0, dev = 0;
     if (fold == WRK_BERT_FOLD_AUTO &&
         ((opts->residual != WRK_BERT_RESIDUAL_AUTO && opts->residual != KERN_RESIDUAL_F16) ||
          cudaGetDevice(&dev) != cudaSuccess ||
          cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-         major < 9 ||
-         (opts->fold_max > 0 ? opts->fold_max : WRK_BERT_FOLD_MAX_DEFAULT) < buckets[0]))
+         major < 9 || fold_max < buckets[0]))
         fold = WRK_BERT_FOLD_OFF;
-    m->fold_max = fold == WRK_BERT_FOLD_ON ? INT32_MAX
-                  : opts->fold_max > 0     ? opts->fold_max
-                                           : WRK_BERT_FOLD_MAX_DEFAULT;
+    m->fold_max = fold == WRK_BERT_FOLD_ON ? INT32_MAX : fold_max;
     double t0 = com_clock_mono_us();
     rc = s_load(m, weights_path, dtype, fold, &range, err);
     const double load_ms = (com_clock_mono_us() - t0) / 1e3;
