@@ -938,8 +938,9 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
             }
         }
         if constexpr (!LN) /* no CTA leaves while another still reads its partial tile (with
-                            * LayerNorm the statistics barrier, after every read, does that) */
-            cluster.sync();
+                            * LayerNorm the statistics barrier, after every read, does that); a
+                            * lifetime only: no fence, so the y stores need not drain first */
+            kern::cluster_barrier_relaxed();
     }
 }
 
