@@ -1445,24 +1445,25 @@ static void test_copy(void) {
 }
 
 /* kernels_cuda [NAME...]: every test, or only the named ones (a quick check of one kernel on
- * the GPU machine; ctest runs them all). linear_ln and linear_pdl bring linear with them: they
- * check the coverage of our GEMM configurations that it records. */
+ * the GPU machine; ctest runs them all). A test brings the one it needs with it: linear_ln and
+ * linear_fold check the coverage of our GEMM configurations that linear records, linear_pdl
+ * skips the configurations linear_ln finds fusing the LayerNorm (they plan nothing else). */
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
         void (*run)(void);
-        bool after_linear;
-    } tests[] = {{"embed", test_embed, false},
-                 {"linear", test_linear, false},
-                 {"linear_ln", test_linear_ln, true},
-                 {"linear_fold", test_linear_fold, true},
-                 {"linear_pdl", test_linear_pdl, true},
-                 {"bias_gelu", test_bias_gelu, false},
-                 {"add_layernorm", test_add_layernorm, false},
-                 {"attention", test_attention, false},
-                 {"pool", test_pool, false},
-                 {"convert", test_convert, false},
-                 {"copy", test_copy, false}};
+        const char *needs; /* a test earlier in the table, run before it */
+    } tests[] = {{"embed", test_embed, NULL},
+                 {"linear", test_linear, NULL},
+                 {"linear_ln", test_linear_ln, "linear"},
+                 {"linear_fold", test_linear_fold, "linear"},
+                 {"linear_pdl", test_linear_pdl, "linear_ln"},
+                 {"bias_gelu", test_bias_gelu, NULL},
+                 {"add_layernorm", test_add_layernorm, NULL},
+                 {"attention", test_attention, NULL},
+                 {"pool", test_pool, NULL},
+                 {"convert", test_convert, NULL},
+                 {"copy", test_copy, NULL}};
     const size_t n_tests = sizeof tests / sizeof *tests;
     for (int a = 1; a < argc; a++) {
         size_t t = 0;
@@ -1490,9 +1491,10 @@ int main(int argc, char **argv) {
         chosen[t] = argc == 1;
         for (int a = 1; a < argc; a++)
             chosen[t] |= strcmp(argv[a], tests[t].name) == 0;
-        if (chosen[t] && tests[t].after_linear)
-            chosen[1] = true; /* "linear", earlier in the table */
     }
+    for (size_t t = n_tests; t-- > 0;) /* backwards: a prerequisite's own prerequisite too */
+        for (size_t u = 0; u < t && chosen[t] && tests[t].needs; u++)
+            chosen[u] |= strcmp(tests[u].name, tests[t].needs) == 0;
     for (size_t t = 0; t < n_tests; t++)
         if (chosen[t])
             tests[t].run();
