@@ -199,7 +199,7 @@ gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16
                 make_float2(acc[i][j][2], acc[i][j][3]);
         }
     if constexpr (SPLIT > 1)
-        cg::this_cluster().sync(); /* every rank's partial tile is visible cluster-wide */
+        kern::cluster_barrier_own_smem(); /* every rank's partial tile is visible */
     else
         __syncthreads();
 
@@ -237,7 +237,7 @@ gemm_body(uint16_t *__restrict__ y, const uint16_t *__restrict__ x, const uint16
         kern::store16<D, 8>(y + (int64_t)gr * N + gc, v);
     }
     if constexpr (SPLIT > 1)
-        cg::this_cluster().sync(); /* no CTA leaves while another still reads its tile */
+        kern::cluster_barrier_relaxed(); /* no CTA leaves while another reads its tile */
 }
 
 template <kern_dtype_t D, int BM, int BN, int WARPS_M, int WARPS_N, int SPLIT, int STAGES, int BK>

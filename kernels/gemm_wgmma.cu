@@ -772,7 +772,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                       "folded split epilogue: every lane takes the same number of rows, 8 lanes "
                       "to a 64-column block");
         if constexpr (SPLIT > 1) {
-            cluster.sync(); /* every rank's partial tile is visible cluster-wide */
+            kern::cluster_barrier_own_smem(); /* every rank's partial tile is visible */
             if (ct >= 0) {
                 for (int idx = ct; idx < kRows * kChunks; idx += C::kThreads - 128) {
                     const int r = rank * kRows + idx / kChunks, c = idx % kChunks * 8;

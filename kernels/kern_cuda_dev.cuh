@@ -396,6 +396,19 @@ __device__ __forceinline__ void cluster_barrier_relaxed() {
                      : "memory");
 }
 
+/* A cluster barrier that publishes this CTA's own shared memory: its threads' earlier writes to
+ * their CTA's shared memory are visible to every thread of the cluster (distributed shared
+ * memory reads) once it passes the wait. The release is restricted to shared::cta operations, so
+ * ptxas emits MEMBAR.ALL.CTA instead of cluster.sync()'s MEMBAR.ALL.GPU (which also waits for
+ * every global access of the thread to be performed). Not for writes into a peer's shared memory
+ * (shared::cluster: those need cluster.sync()). */
+__device__ __forceinline__ void cluster_barrier_own_smem() {
+    asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n"
+                 "barrier.cluster.arrive.relaxed;\n"
+                 "barrier.cluster.wait.acquire;\n" ::
+                     : "memory");
+}
+
 /* Launches kernel<<<grid, block, smem, stream>>>(args...) with the programmatic-serialisation
  * attribute when kern_pdl_enabled() (so it may start while the previous kernel on the stream is
  * still running; see pdl_wait). Inside stream capture the attribute becomes a programmatic edge
