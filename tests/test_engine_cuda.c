@@ -30,6 +30,7 @@
 #include "tests/test_util.h"
 #include "worker/engine.h"
 #include "worker/engine_cuda.h"
+#include "worker/model_bert_cuda.h"
 
 #define S_COS_MIN 0.9999
 
@@ -545,7 +546,7 @@ int main(void) {
                  {"cuda:0,fold=on,graphs=off,lanes=1,tune=off", 2, 4096, 40, 2, 1},
                  {"cuda:0,graphs=all", 1, 1024, 9, 2, 1},
                  {"cuda:0,fold=off,tune=off,graphs=off", 2, 4096, 9, 2, 1},
-                 {"cuda:0,graphs=lazy,fold_max=256", 0, 600, 40, 2, 1},
+                 {"cuda:0,graphs=lazy,fold_max=128", 0, 600, 40, 2, 1},
                  {"cuda:0,pdl=off,graphs=all", 1, 1024, 9, 2, 1},
                  {"cuda:0,dtype=bf16,residual=bf16", 0, 4096, 200, 1, 0},
                  {"cuda:0,residual=f32,pdl=on,tune=on", 0, 4096, 9, 0, 1},
@@ -565,12 +566,13 @@ int main(void) {
         wrk_cuda_stats_t st;
         CHECK(wrk_engine_cuda_stats(gpu, &st, &err) == 0);
         /* the fold: every bucket with fold=on; else (auto) those of up to fold_max tokens
-         * (default 128) where fold=on would be taken with the residual stream left to it */
+         * (WRK_BERT_FOLD_MAX_DEFAULT) where fold=on would be taken with the residual stream
+         * left to it */
         const char *fm = strstr(modes[m].device, "fold_max=");
         const int32_t want_fold = strstr(modes[m].device, "fold=on") ? st.max_bucket
                                   : !strstr(modes[m].device, "fold=off") && modes[m].dtype == 1 &&
                                           !strstr(modes[m].device, "residual=f32")
-                                      ? (fm ? atoi(fm + 9) : 128)
+                                      ? (fm ? atoi(fm + 9) : WRK_BERT_FOLD_MAX_DEFAULT)
                                       : 0;
         CHECK_MSG(st.residual == modes[m].residual && st.dtype == modes[m].dtype &&
                       st.fold_max == want_fold,

@@ -30,7 +30,7 @@
  *   worker/model_bert_cuda.h; default auto: binary16 when the model's weights bound every
  *   value within its range, else bf16), fold=auto|on|off and fold_max=N (the folded LayerNorm,
  * worker/model_bert_cuda.h: auto, the default, runs it at the buckets of up to N tokens, default
- * 128, where it was measured faster; on at every bucket) and graphs=...: Forward pass per bucket
+ * 256, where it was measured faster; on at every bucket) and graphs=...: Forward pass per bucket
  * (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's first chunk runs eagerly,
  * every later one launches its slot's graph of the bucket, captured (cudaStreamBeginCapture in
  * thread-local mode, instantiate) the first time that slot carries it; 1: every bucket and slot

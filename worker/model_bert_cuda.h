@@ -67,13 +67,15 @@ typedef struct wrk_bert_cuda_opts {
 /* fold: OFF; ON, every bucket (binary16 activations that hold the folded pass's values, hidden %
  * 64 == 0 and a Hopper GPU, else refused with COM_EUNSUPPORTED); AUTO, the buckets of up to
  * fold_max tokens (WRK_BERT_FOLD_MAX_DEFAULT) where ON would be taken with the residual stream
- * auto or f16, else none. Measured on the H200 (docs/benchmarks.md): the fold wins at 1 x 128
- * tokens (BERT-base 0.343 against 0.370 ms) and loses from 1024 tokens on, so AUTO keeps both
- * passes (the folded QKV and FFN-up weights twice) and picks one per bucket. */
+ * auto or f16, else none. Measured on the H200 (docs/benchmarks.md, eighteenth round): the fold
+ * wins up to 256 tokens (BERT-base 0.411 against 0.463 ms at 256; MiniLM 0.152 against 0.163),
+ * is mixed at 512 (MiniLM 0.198 against 0.204, BERT-base 0.645 against 0.566) and loses from
+ * 1024 on, so AUTO keeps both passes (the folded QKV and FFN-up weights twice) and picks one per
+ * bucket. */
 #define WRK_BERT_FOLD_OFF         0
 #define WRK_BERT_FOLD_ON          1
 #define WRK_BERT_FOLD_AUTO        2
-#define WRK_BERT_FOLD_MAX_DEFAULT 128
+#define WRK_BERT_FOLD_MAX_DEFAULT 256
 
 /* Loads weights_path onto the current CUDA device (bf16, Q/K/V fused, LayerNorm parameters
  * fp32), plans activations for the largest of buckets[0..n_buckets) (ascending) and one cuBLASLt
