@@ -36,8 +36,9 @@
  *     of 2 FADD per score; l is then the sum of the rounded P that the P V product uses);
  *   - block row max as a tree; the masked path is straight-line code (per-16-key branches
  *     serialised the mma chains);
- *   - the prologue reads n_tokens and the rows' tok_seq in one round trip and starts the first
- *     K/V copies before the row ranges are known.
+ *   - the prologue reads n_tokens and the rows' tok_seq in one round trip, then the row ranges,
+ *     all before the PDL wait (the batch's layout is written by an earlier grid than the one
+ *     before, attention.h), so only the K/V copies and the Q loads follow the wait.
  * Measured on an H200 (PDL on), previous kernel -> this one: one chunk of 16128 tokens in 100
  * sequences of 32..512 (log-uniform), 12 heads (scratch harness, median of 11 x 100 launches):
  * d = 64 102.6 -> 82.3 us, d = 32 64.3-65.1 -> 56.6-57.2 us; bench_kernels_cuda 8 x 512 tokens:
@@ -87,11 +88,11 @@ __global__ void __launch_bounds__(W * 32, MINB)
     uint16_t(*sv)[BN][kS] =
         reinterpret_cast<uint16_t(*)[BN][kS]>(smem_raw + (size_t)ST * BN * kS * sizeof(uint16_t));
     __shared__ int32_t s_whi[W];
-    kern::pdl_begin();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c4 = lane % 4;
     const int32_t q0 = blockIdx.x * kRows;
-    /* independent loads first: n_tokens and the rows' sequences in one round trip (tok_seq has
-     * max_tokens entries; padding entries are loaded but never used) */
+    /* The batch's layout, before the PDL wait (kern_cuda_dev.cuh, pdl_wait; attention.h): first
+     * n_tokens and the rows' sequences in one round trip (tok_seq has max_tokens entries; padding
+     * entries are loaded but never used), then the key ranges from cu_seqlens */
     const int32_t nt = *n_tokens_p;
     const int32_t seq0 = tok_seq[q0];
     int32_t row[MT][2], sq[MT][2];
@@ -102,9 +103,23 @@ __global__ void __launch_bounds__(W * 32, MINB)
             row[t][i] = q0 + warp * 16 * MT + 16 * t + g + 8 * i;
             sq[t][i] = row[t][i] < max_tokens ? tok_seq[row[t][i]] : -1;
         }
+    const int32_t kbeg = q0 < nt ? cu[seq0] : 0;
+    /* this thread's rows and their key ranges (empty for rows past n_tokens) */
+    int32_t lo[MT][2], hi[MT][2];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            lo[t][i] = 0, hi[t][i] = 0;
+            if (row[t][i] < nt) {
+                lo[t][i] = cu[sq[t][i]], hi[t][i] = cu[sq[t][i] + 1];
+                if (CAUSAL)
+                    hi[t][i] = min(hi[t][i], row[t][i] + 1);
+            }
+        }
+    kern::pdl_begin(); /* q, k, v (the previous grid's output) from here on */
     if (q0 >= nt)
         return; /* uniform over the CTA */
-    const int32_t kbeg = cu[seq0];
     const int h = blockIdx.y, kh = h / group;
 
     /* K/V block loader: thread copies 16-byte column chunk tc of rows tr, tr + kRowStep, ...
@@ -136,19 +151,6 @@ __global__ void __launch_bounds__(W * 32, MINB)
         kern::cp_async_commit();
     }
 
-    /* this thread's rows and their key ranges (empty for rows past n_tokens) */
-    int32_t lo[MT][2], hi[MT][2];
-#pragma unroll
-    for (int t = 0; t < MT; t++)
-#pragma unroll
-        for (int i = 0; i < 2; i++) {
-            lo[t][i] = 0, hi[t][i] = 0;
-            if (row[t][i] < nt) {
-                lo[t][i] = cu[sq[t][i]], hi[t][i] = cu[sq[t][i] + 1];
-                if (CAUSAL)
-                    hi[t][i] = min(hi[t][i], row[t][i] + 1);
-            }
-        }
     /* Q fragments (A operand, row-major 16 x HD per tile), zero for rows past n_tokens */
     uint32_t qa[MT][HD / 16][4];
 #pragma unroll

@@ -62,7 +62,9 @@ void kern_attention_ref(const kern_attention_params_t *p, float *out,
  * launch or host-side tiling is needed and one CUDA graph serves any mix of sequences. Rows past
  * *n_tokens are not written. Supported: head_dim 32 and 64 (128 later), GQA (n_kv_heads divides
  * n_heads), causal or not; ld* multiples of 8 and pointers 16-byte aligned (else COM_EINVAL /
- * COM_EUNSUPPORTED). Enqueued on stream. */
+ * COM_EUNSUPPORTED). cu_seqlens, tok_seq and *n_tokens may be read before the kernel's PDL wait
+ * (kernels/kern_cuda_dev.cuh), so the grid launched just before it on the stream must not
+ * write them (q/k/v may be its output). Enqueued on stream. */
 int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
                         int64_t ldo,                    /* [max_tokens, ...], device, in dtype */
                         const uint16_t *q, int64_t ldq, /* device, in dtype */

@@ -367,8 +367,13 @@ __device__ __forceinline__ void mma16(float *d, const uint32_t *a, uint32_t b0, 
  * bias, add_layernorm.cu and embed_layernorm.cu load gamma/beta). The wait returns once the
  * previous grid on the stream has finished and its writes are visible, and because every grid
  * waits before it triggers, "finished" is transitive (after its wait, a kernel may read what
- * any earlier one wrote). pdl_trigger(), right after the wait, then lets the next grid be
- * launched while this one runs, so its launch latency hides behind this grid's work; its blocks
+ * any earlier one wrote). Hence a second exception: when a grid starts, the one before it has
+ * passed its wait, so every grid before that one has finished; what those wrote may be read
+ * before the wait too. The attention and pooling kernels read the batch's layout (n_tokens,
+ * tok_seq, cu_seqlens, n_seqs, ...) that way, so their headers require that the grid launched
+ * just before them did not write it (the engine's pass copies the layout in with its first
+ * kernel, several launches earlier). pdl_trigger(), right after the wait, then lets the next grid
+ * be launched while this one runs, so its launch latency hides behind this grid's work; its blocks
  * sit in their own pdl_wait() until this grid is done. Both are no-ops when the grid was
  * launched without the attribute. */
 __device__ __forceinline__ void pdl_wait() {

@@ -123,9 +123,20 @@ __global__ void __launch_bounds__(kThreads)
     extern __shared__ float part[]; /* [R][H] partial sums, one row per row lane; then, with
                                        statistics, [kThreads] float2 (st) */
     __shared__ float red[kThreads / 32];
-    kern::pdl_begin();
+    /* Before the PDL wait (kern_cuda_dev.cuh, pdl_wait; pool.h): the batch's layout, written by
+     * an earlier grid than the one before, the first sequence's bounds, and gamma / beta pulled
+     * into L1 (weights) */
     const int32_t n_seqs = *n_seqs_p, D = *out_dim_p;
     const bool norm = *normalize_p != 0;
+    const int32_t s_first = (int32_t)blockIdx.x;
+    const int32_t t0_first = s_first < n_seqs ? cu[s_first] : 0,
+                  t1_first = s_first < n_seqs ? cu[s_first + 1] : 0;
+    if constexpr (Rows::kStats)
+        for (int32_t d = 32 * (int32_t)threadIdx.x; d < D && D <= H; d += 32 * kThreads) {
+            asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(gamma + d)));
+            asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(beta + d)));
+        }
+    kern::pdl_begin(); /* the rows (and their statistics) from here on */
     if (D < 1 || D > H)
         return;
     const int G = H / V, R = row_lanes(H, V);
@@ -134,8 +145,9 @@ __global__ void __launch_bounds__(kThreads)
     const int c_step = R > 1 ? G : kThreads; /* R > 1: each thread owns one column group */
     const int G_kept = (D + V - 1) / V;      /* groups holding a kept column */
     float2 *st = reinterpret_cast<float2 *>(part + R * H);
-    for (int32_t s = blockIdx.x; s < n_seqs; s += gridDim.x) {
-        const int32_t t0 = cu[s], t1 = cu[s + 1];
+    for (int32_t s = s_first; s < n_seqs; s += gridDim.x) {
+        const int32_t t0 = s == s_first ? t0_first : cu[s],
+                      t1 = s == s_first ? t1_first : cu[s + 1];
         float *o = out + (int64_t)s * D;
         if (mode == KERN_POOL_MEAN) {
             /* tokens [tc, te): the whole sequence, or with statistics a chunk of kThreads,
