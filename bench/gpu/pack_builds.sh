@@ -22,8 +22,10 @@ names=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     name=${1%%=*} rest=${1#*=}
     rev=${rest%%:*} targets=${rest#*:}
-    [ -n "$name" ] && [ -n "$rev" ] && [ "$targets" != "$rest" ] ||
-        { echo "pack_builds: want NAME=REV:TARGETS, got '$1'" >&2; exit 2; }
+    if [ -z "$name" ] || [ -z "$rev" ] || [ "$targets" = "$rest" ]; then
+        echo "pack_builds: want NAME=REV:TARGETS, got '$1'" >&2
+        exit 2
+    fi
     if [ -d "$work/$name" ]; then git -C "$work/$name" checkout -q -f --detach "$rev"
     else git worktree add -q --detach "$work/$name" "$rev"; fi
     cmake -S "$work/$name" -B "$work/$name/build" -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON \
