@@ -94,7 +94,7 @@ def worker_loaded(pool, w):
 def test_kill9(a):
     with pu.Pool(pu.bins_of(a), a.model, name="kill9") as pool:
         b = pool.up(3, broker_args=BROKER_ARGS)
-        texts = pu.make_texts(1200, seed=11, min_words=2, max_words=6)
+        texts = pu.make_texts(3600, seed=11, min_words=2, max_words=6)
         ref, ids = pool.ember.reference(texts)
         dl = 60000
         req = Async(b.frontend, texts, dl, pu.scaled(90))
@@ -127,7 +127,7 @@ def test_kill9(a):
 def test_sigstop(a):
     with pu.Pool(pu.bins_of(a), a.model, name="sigstop") as pool:
         b = pool.up(2, broker_args=BROKER_ARGS)
-        texts = pu.make_texts(1000, seed=12, min_words=2, max_words=6)
+        texts = pu.make_texts(3000, seed=12, min_words=2, max_words=6)
         ref, _ = pool.ember.reference(texts)
         dl = 60000
         req = Async(b.frontend, texts, dl, pu.scaled(90))
