@@ -130,7 +130,6 @@ struct wrk_bert_cuda {
     kern_residual_type_t residual;     /* the residual stream: h32, r16 or hb alone */
     bool fold;                         /* the folded LayerNorm (the header comment) */
     int32_t fold_max;                  /* its largest bucket (INT32_MAX: every one) */
-    int32_t n_plans;                   /* non-NULL in plans (S_QKVF only when folded) */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
 
@@ -750,6 +749,14 @@ static int s_refine_in_context(wrk_bert_cuda_t *m, int32_t b, int32_t *refined, 
  * non-zero bf16 pattern, then zeroed again) and, at buckets <= S_CONTEXT_MAX, checked inside
  * the whole forward pass (s_refine_in_context), which then goes into the cache. A cache that
  * cannot be read or written costs only the timing (a warning). */
+/* The plans that exist (S_QKVF only at folded buckets of a model with more than one layer). */
+static int32_t s_n_plans(const wrk_bert_cuda_t *m) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < m->n_buckets * S_N_GEMM; i++)
+        n += m->plans[i] != NULL;
+    return n;
+}
+
 static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) {
     const double t0 = com_clock_mono_us();
     wrk_tune_cache_t *cache = NULL;
@@ -838,14 +845,14 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
         COM_WARN("bert cuda: tuning cache: %s (the next start times the GEMMs again)", e.msg);
     wrk_tune_cache_destroy(&cache);
     m->plans_timed = timed;
-    m->plans_cached = m->n_plans - timed;
+    const int32_t n_plans = s_n_plans(m);
+    m->plans_cached = n_plans - timed;
     if (rc == 0)
         COM_INFO("bert cuda: GEMM algorithms for %d plans in %.0f ms (%d timed, %d from the "
                  "tuning cache%s%s, %d changed by timing in context); %d differ from the "
                  "heuristic's first choice",
-                 (int)m->n_plans, (com_clock_mono_us() - t0) / 1e3, (int)timed,
-                 (int)(m->n_plans - timed), cache_path ? " " : "", cache_path ? cache_path : "",
-                 (int)refined, (int)changed);
+                 (int)n_plans, (com_clock_mono_us() - t0) / 1e3, (int)timed, (int)(n_plans - timed),
+                 cache_path ? " " : "", cache_path ? cache_path : "", (int)refined, (int)changed);
     return rc;
 }
 
@@ -986,7 +993,6 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
             if ((rc = kern_linear_plan_new(m->lt, buckets[b], gin, gout, s_epi(m, b, i),
                                            S_WORKSPACE_BYTES, 0, m->dtype, &p[i], err)) != 0)
                 goto err;
-            m->n_plans++;
         }
     }
     const double plans_ms = (com_clock_mono_us() - t0) / 1e3;
@@ -995,7 +1001,7 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         goto err;
     COM_INFO("bert cuda: start-up: weights %.0f ms, activations %.0f ms (%d lanes), %d GEMM plans "
              "%.0f ms, tuning %.0f ms",
-             load_ms, acts_ms, (int)m->n_lanes, (int)m->n_plans, plans_ms,
+             load_ms, acts_ms, (int)m->n_lanes, (int)s_n_plans(m), plans_ms,
              (com_clock_mono_us() - t0) / 1e3);
     *out = m;
     return 0;
