@@ -9,7 +9,8 @@
  * many batches in flight completing in order with the eventfd firing; bad batches rejected while
  * the engine keeps working; results that outlive the engine; the GEMM tuning cache across
  * starts (same bits from cached choices; stale entries re-timed); the bucket rule. Without a
- * CUDA device: "SKIPPED: no CUDA device", exit 77. One submitting thread. */
+ * CUDA device only the bucket rule and the device options' syntax run, then "SKIPPED: no CUDA
+ * device", exit 77 (or a failure, if one of those failed). One submitting thread. */
 #include <math.h>
 #include <poll.h>
 #include <stdint.h>
@@ -371,12 +372,41 @@ static void test_lanes(const char *dir, const com_model_info_t *in, wrk_engine_t
     wrk_engine_destroy(&many);
 }
 
+/* The device options' syntax, checked before any device is touched (so also without a GPU):
+ * malformed words and numbers out of range are COM_EINVAL; well-formed ones are not (with no
+ * GPU they fail later, for want of a device). */
+static void test_device_options(const char *dir) {
+    static const char *const bad[] = {
+        "cuda:0,graphs=sometimes",  "cuda:0,tune=maybe",   "cuda:0,graphs=all,",
+        "cuda:0,graphs=allx",       "cuda:0,pdl=",         "cuda:0,residual=fp16",
+        "cuda:0,lanes=0",           "cuda:0,lanes=5",      "cuda:0,lanes=",
+        "cuda:0,lanes=2x",          "cuda:0,dtype=fp16",   "cuda:0,fold=yes",
+        "cuda:0,fold_max=0",        "cuda:0,fold_max=-64", "cuda:0,fold_max=12x",
+        "cuda:0,fold_max=99999999", "cuda:0,fold_max=",    "cuda:0,fold_max=1048577"};
+    com_error_t err = {0};
+    wrk_engine_t *e = NULL;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        wrk_engine_opts_t o = {bad[i], 0, 0};
+        const int rc = wrk_engine_new(dir, &o, &e, &err);
+        CHECK_MSG(rc == COM_EINVAL && e == NULL && strstr(err.msg, "device option"),
+                  "device \"%s\" is rejected as an option: rc %d (%s)", bad[i], rc, err.msg);
+    }
+    wrk_engine_opts_t good = {"cuda:0,lanes=4,fold_max=1048576,tune=off,graphs=off", 0, 1024};
+    const int rc = wrk_engine_new(dir, &good, &e, &err);
+    CHECK_MSG(rc != COM_EINVAL, "\"%s\" is well-formed: rc %d (%s)", good.device, rc, err.msg);
+    wrk_engine_destroy(&e);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a timeout */
     test_buckets();
+    test_device_options(test_model_dir());
     int n_dev = 0;
     cudaError_t ce = cudaGetDeviceCount(&n_dev);
     if (ce != cudaSuccess || n_dev < 1) {
+        /* the checks above need no GPU: a failure among them is not hidden by the skip */
+        if (test_checks_failed > 0)
+            return test_finish();
         printf("SKIPPED: no CUDA device (%s)\n",
                ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
         return TEST_SKIP_CODE;
@@ -605,27 +635,9 @@ int main(void) {
     test_lanes(dir, in, cpu);
     wrk_engine_opts_t bad = {"cuda:99", 0, 0};
     CHECK(wrk_engine_new(dir, &bad, &gpu, &err) == COM_EUNSUPPORTED && gpu == NULL);
-    static const char *const bad_opts[] = {"cuda:0,graphs=sometimes",
-                                           "cuda:0,tune=maybe",
-                                           "cuda:0,graphs=all,",
-                                           "cuda:0,graphs=allx",
-                                           "cuda:0,pdl=",
-                                           "cuda:0,residual=fp16",
-                                           "cuda:0,lanes=0",
-                                           "cuda:0,lanes=5",
-                                           "cuda:0,lanes=",
-                                           "cuda:0,dtype=fp16",
-                                           "cuda:0,dtype=f16,residual=bf16",
-                                           "cuda:0,fold=yes",
-                                           "cuda:0,fold_max=0",
-                                           "cuda:0,fold_max=-64",
-                                           "cuda:0,fold_max=12x",
-                                           "cuda:0,fold_max=99999999"};
-    for (size_t i = 0; i < sizeof bad_opts / sizeof *bad_opts; i++) {
-        wrk_engine_opts_t bad2 = {bad_opts[i], 0, 0};
-        CHECK_MSG(wrk_engine_new(dir, &bad2, &gpu, &err) == COM_EINVAL && gpu == NULL,
-                  "device \"%s\" is rejected", bad_opts[i]);
-    }
+    /* a combination the options' syntax allows but the model refuses */
+    wrk_engine_opts_t bad_mix = {"cuda:0,dtype=f16,residual=bf16", 0, 0};
+    CHECK(wrk_engine_new(dir, &bad_mix, &gpu, &err) == COM_EINVAL && gpu == NULL);
     /* the folded LayerNorm needs binary16 activations: with bf16 it is refused, not ignored */
     wrk_engine_opts_t bf_fold = {"cuda:0,fold=on,dtype=bf16,tune=off", 0, 1024};
     rc = wrk_engine_new(dir, &bf_fold, &gpu, &err);

@@ -26,28 +26,33 @@
  *   type, worker/model_bert_cuda.h; default auto: f16 when the model's LayerNorm weights keep
  *   it in range, else f32), tune_cache=on|off (default on: keep the timed choices in a file,
  *   s_tune_cache_path, so the next start on the same GPU and libraries skips the timing),
- *   lanes=1|2|3|4 (above), dtype=auto|bf16|f16 (the weights' and activations' 16-bit type,
+ *   lanes=1..4 (above), dtype=auto|bf16|f16 (the weights' and activations' 16-bit type,
  *   worker/model_bert_cuda.h; default auto: binary16 when the model's weights bound every
- *   value within its range, else bf16), fold=auto|on|off and fold_max=N (the folded LayerNorm,
- * worker/model_bert_cuda.h: auto, the default, runs it at the buckets of up to N tokens, default
- * 256, where it was measured faster; on at every bucket) and graphs=...: Forward pass per bucket
- * (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's first chunk runs eagerly,
- * every later one launches its slot's graph of the bucket, captured (cudaStreamBeginCapture in
- * thread-local mode, instantiate) the first time that slot carries it; 1: every bucket and slot
- * captured at start (each bucket after one eager warm-up on a 1-token batch); 2: always eager. A
- * graph bakes the addresses of its staging slot's buffers, hence one per bucket and slot; every
- * kernel reads the batch from device memory, so one graph serves any mix of sequences. Completion
- * thread: takes slots in order, cudaEventSynchronize, copies the slot's output into the result's
- * heap buffer (results own their memory and may outlive the engine), marks the result complete on
- * its last chunk, frees the slot, writes the eventfd. wrk_result_poll reads the done flag this
- * thread sets (set after the event completed and the copy landed). Errors: any CUDA / cuBLASLt
- * failure (enqueue, capture or completion) makes the engine broken (sticky, with the first
- * message): in-flight results fail with that message, every later submit returns COM_EINTERNAL
- * naming it; the worker then marks itself unhealthy and exits. Invariants: slot states FREE ->
- * QUEUED (submitter) -> FREE (completion), guarded by e->mu; only the submitting thread enqueues
- * CUDA work and touches graphs / counters; only the completion thread touches a queued slot's
- * output and its result. No allocation on the hot path except the result itself (heap, like the CPU
- * backend). */
+ *   value within its range, else bf16), fold=auto|on|off and fold_max=N (the folded
+ *   LayerNorm, worker/model_bert_cuda.h; default auto: at the buckets of up to N = 256 tokens,
+ *   where it was measured faster; on: at every bucket) and graphs=...:
+ *
+ * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's
+ *   first chunk runs eagerly, every later one launches its slot's graph of the bucket, captured
+ *   (cudaStreamBeginCapture in thread-local mode, instantiate) the first time that slot carries
+ *   it; 1: every bucket and slot captured at start (each bucket after one eager warm-up on a
+ *   1-token batch); 2: always eager. A graph bakes the addresses of its staging slot's buffers,
+ *   hence one per bucket and slot; every kernel reads the batch from device memory, so one graph
+ *   serves any mix of sequences.
+ *
+ * Completion thread: takes slots in order, cudaEventSynchronize, copies the slot's output into
+ *   the result's heap buffer (results own their memory and may outlive the engine), marks the
+ *   result complete on its last chunk, frees the slot, writes the eventfd. wrk_result_poll
+ *   reads the done flag this thread sets (set after the event completed and the copy landed).
+ *
+ * Errors: any CUDA / cuBLASLt failure (enqueue, capture or completion) makes the engine broken
+ *   (sticky, with the first message): in-flight results fail with that message, every later
+ *   submit returns COM_EINTERNAL naming it; the worker then marks itself unhealthy and exits.
+ *
+ * Invariants: slot states FREE -> QUEUED (submitter) -> FREE (completion), guarded by e->mu;
+ *   only the submitting thread enqueues CUDA work and touches graphs / counters; only the
+ *   completion thread touches a queued slot's output and its result. No allocation on the hot
+ *   path except the result itself (heap, like the CPU backend). */
 #include "worker/engine_cuda.h"
 
 #include <pthread.h>
@@ -482,6 +487,21 @@ static bool s_tune_cache_path(char *out, size_t cap) {
     return n > 0 && (size_t)n < cap;
 }
 
+/* The decimal number of a device option, digits [v, v + n) only: true with *x when it lies in
+ * [lo, hi]. */
+static bool s_option_number(const char *v, size_t n, int32_t lo, int32_t hi, int32_t *x) {
+    int64_t val = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < '0' || v[i] > '9' || val > hi)
+            return false;
+        val = 10 * val + (v[i] - '0');
+    }
+    if (val < lo || val > hi)
+        return false;
+    *x = (int32_t)val;
+    return true;
+}
+
 static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_t device,
                     void **out, const com_model_info_t **info_out, int32_t *max_tokens_out,
                     com_error_t *err) {
@@ -491,60 +511,54 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     int32_t graph_mode = 0, tune = 1, pdl = 1, residual = WRK_BERT_RESIDUAL_AUTO, tune_cache = 1;
     int32_t lanes = S_DEFAULT_LANES, dtype = WRK_BERT_DTYPE_AUTO, fold = WRK_BERT_FOLD_AUTO;
     int32_t fold_max = 0;
-    /* options after the device, comma-separated, each one of these words */
+    /* options after the device, comma-separated: each one of these words, or (max > 0) the
+     * word followed by a decimal number in [value, max] */
     const struct {
         const char *word;
-        int32_t *var, value;
-    } words[] = {{"graphs=lazy", &graph_mode, 0},
-                 {"graphs=all", &graph_mode, 1},
-                 {"graphs=off", &graph_mode, 2},
-                 {"tune=on", &tune, 1},
-                 {"tune=off", &tune, 0},
-                 {"pdl=on", &pdl, 1},
-                 {"pdl=off", &pdl, 0},
-                 {"residual=auto", &residual, WRK_BERT_RESIDUAL_AUTO},
-                 {"residual=f32", &residual, KERN_RESIDUAL_F32},
-                 {"residual=f16", &residual, KERN_RESIDUAL_F16},
-                 {"residual=bf16", &residual, KERN_RESIDUAL_BF16},
-                 {"tune_cache=on", &tune_cache, 1},
-                 {"tune_cache=off", &tune_cache, 0},
-                 {"lanes=1", &lanes, 1},
-                 {"lanes=2", &lanes, 2},
-                 {"lanes=3", &lanes, 3},
-                 {"lanes=4", &lanes, 4},
-                 {"dtype=auto", &dtype, WRK_BERT_DTYPE_AUTO},
-                 {"dtype=bf16", &dtype, KERN_DTYPE_BF16},
-                 {"dtype=f16", &dtype, KERN_DTYPE_F16},
-                 {"fold=on", &fold, WRK_BERT_FOLD_ON},
-                 {"fold=off", &fold, WRK_BERT_FOLD_OFF},
-                 {"fold=auto", &fold, WRK_BERT_FOLD_AUTO}};
+        int32_t *var, value, max;
+    } words[] = {{"graphs=lazy", &graph_mode, 0, 0},
+                 {"graphs=all", &graph_mode, 1, 0},
+                 {"graphs=off", &graph_mode, 2, 0},
+                 {"tune=on", &tune, 1, 0},
+                 {"tune=off", &tune, 0, 0},
+                 {"pdl=on", &pdl, 1, 0},
+                 {"pdl=off", &pdl, 0, 0},
+                 {"residual=auto", &residual, WRK_BERT_RESIDUAL_AUTO, 0},
+                 {"residual=f32", &residual, KERN_RESIDUAL_F32, 0},
+                 {"residual=f16", &residual, KERN_RESIDUAL_F16, 0},
+                 {"residual=bf16", &residual, KERN_RESIDUAL_BF16, 0},
+                 {"tune_cache=on", &tune_cache, 1, 0},
+                 {"tune_cache=off", &tune_cache, 0, 0},
+                 {"lanes=", &lanes, 1, S_MAX_LANES},
+                 {"dtype=auto", &dtype, WRK_BERT_DTYPE_AUTO, 0},
+                 {"dtype=bf16", &dtype, KERN_DTYPE_BF16, 0},
+                 {"dtype=f16", &dtype, KERN_DTYPE_F16, 0},
+                 {"fold=on", &fold, WRK_BERT_FOLD_ON, 0},
+                 {"fold=off", &fold, WRK_BERT_FOLD_OFF, 0},
+                 {"fold=auto", &fold, WRK_BERT_FOLD_AUTO, 0},
+                 {"fold_max=", &fold_max, 1, 1 << 20}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
          o = strchr(o + 1, ',')) {
         const char *v = o + 1;
         const size_t n = strcspn(v, ",");
-        if (n > 9 && n < 17 && strncmp(v, "fold_max=", 9) == 0 && v[9] >= '0' && v[9] <= '9') {
-            /* the one numeric option */
-            char num[8] = {0};
-            memcpy(num, v + 9, n - 9);
-            char *end = NULL;
-            const long x = strtol(num, &end, 10);
-            if (end && *end == '\0' && x >= 1 && x <= (1 << 20)) {
-                fold_max = (int32_t)x;
-                continue;
-            }
-        }
         size_t w = 0;
-        while (w < sizeof words / sizeof *words &&
-               !(n == strlen(words[w].word) && strncmp(v, words[w].word, n) == 0))
-            w++;
+        int32_t x = 0;
+        for (; w < sizeof words / sizeof *words; w++) {
+            const size_t k = strlen(words[w].word);
+            if (words[w].max == 0
+                    ? n == k && strncmp(v, words[w].word, n) == 0
+                    : n > k && strncmp(v, words[w].word, k) == 0 &&
+                          s_option_number(v + k, n - k, words[w].value, words[w].max, &x))
+                break;
+        }
         if (w == sizeof words / sizeof *words)
             return com_error_set(err, COM_EINVAL,
                                  "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
                                  "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
-                                 "tune_cache=on|off, lanes=1|2|3|4, dtype=auto|bf16|f16, "
+                                 "tune_cache=on|off, lanes=1..%d, dtype=auto|bf16|f16, "
                                  "fold=auto|on|off, fold_max=1..1048576)",
-                                 (int)n, v);
-        *words[w].var = words[w].value;
+                                 (int)n, v, S_MAX_LANES);
+        *words[w].var = words[w].max == 0 ? words[w].value : x;
     }
     char cache_path[4096];
     const bool cached = tune_cache && s_tune_cache_path(cache_path, sizeof cache_path);
