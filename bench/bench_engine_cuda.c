@@ -165,33 +165,54 @@ static double s_run(wrk_engine_t *e, const work_t *w, int32_t k, double *submit_
     return 1e3 * bench_now_s() - t0;
 }
 
-/* GPU time the engine has measured so far (ms, summed over chunks) */
-static double s_gpu_ms(wrk_engine_t *e) {
-    wrk_cuda_stats_t st;
+/* the engine's counters so far (zeroes if it has none) */
+static wrk_cuda_stats_t s_counters(wrk_engine_t *e) {
+    wrk_cuda_stats_t st = {0};
     com_error_t err = {0};
-    return wrk_engine_cuda_stats(e, &st, &err) == 0 ? st.gpu_ms_total : 0.0;
+    if (wrk_engine_cuda_stats(e, &st, &err) != 0)
+        memset(&st, 0, sizeof st);
+    return st;
 }
 
-/* median / p99 wall ms of reps runs after a warm-up (eager, capture, replay); *gpu_med: median
- * GPU ms of the same runs (each chunk's forward pass, input copy to pooling, summed); *submit_med
- * (unless NULL): median ms in the submit calls */
-static void s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps, double *med, double *p99,
-                   double *gpu_med, double *submit_med) {
-    double *v = malloc((size_t)reps * sizeof *v), *g = malloc((size_t)reps * sizeof *g);
-    double *sub = malloc((size_t)reps * sizeof *sub);
+/* medians (ms) of timed runs: wall, its p99, the chunks' GPU time, the submit calls, and the
+ * host's share by the engine's counters (wrk_cuda_stats_t): enqueue, wait - GPU (the launch's
+ * and the completion's latency), deliver */
+typedef struct timing {
+    double wall, wall_p99, gpu, submit, enqueue, latency, deliver;
+} timing_t;
+
+/* median of v[n] (sorted in place) */
+static double s_median(double *v, int n) {
+    double med, p99;
+    s_stats(v, n, &med, &p99);
+    return med;
+}
+
+/* reps runs after a warm-up (eager, capture, replay) */
+static timing_t s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps) {
+    enum { kWall, kGpu, kSubmit, kEnqueue, kLatency, kDeliver, kN };
+    double *v[kN];
+    for (int j = 0; j < kN; j++)
+        v[j] = malloc((size_t)reps * sizeof *v[j]);
     for (int i = 0; i < 3; i++)
-        s_run(e, w, k, &sub[0]);
+        s_run(e, w, k, &v[kSubmit][0]);
     for (int i = 0; i < reps; i++) {
-        const double g0 = s_gpu_ms(e);
-        v[i] = s_run(e, w, k, &sub[i]);
-        g[i] = s_gpu_ms(e) - g0;
+        const wrk_cuda_stats_t a = s_counters(e);
+        v[kWall][i] = s_run(e, w, k, &v[kSubmit][i]);
+        const wrk_cuda_stats_t b = s_counters(e);
+        v[kGpu][i] = b.gpu_ms_total - a.gpu_ms_total;
+        v[kEnqueue][i] = b.host_enqueue_ms_total - a.host_enqueue_ms_total;
+        v[kLatency][i] = b.host_wait_ms_total - a.host_wait_ms_total - v[kGpu][i];
+        v[kDeliver][i] = b.host_deliver_ms_total - a.host_deliver_ms_total;
     }
-    s_stats(v, reps, med, p99);
-    double gp99, sp99;
-    s_stats(g, reps, gpu_med, &gp99);
-    if (submit_med)
-        s_stats(sub, reps, submit_med, &sp99);
-    free(v), free(g), free(sub);
+    timing_t t;
+    s_stats(v[kWall], reps, &t.wall, &t.wall_p99);
+    t.gpu = s_median(v[kGpu], reps), t.submit = s_median(v[kSubmit], reps);
+    t.enqueue = s_median(v[kEnqueue], reps), t.latency = s_median(v[kLatency], reps);
+    t.deliver = s_median(v[kDeliver], reps);
+    for (int j = 0; j < kN; j++)
+        free(v[j]);
+    return t;
 }
 
 /* bench_engine_cuda profile MODEL_DIR DEVICE CASE[,CASE...] REPS: cases b1_128, ragged, or a
@@ -231,12 +252,12 @@ static int s_profile(const char *dir, const char *device, const char *name, int 
         com_prng_t rng;
         com_prng_seed(&rng, 42);
         work_t w = s_case(one, wrk_engine_model(e)->vocab_size, &rng);
-        double med, p99, gmed, smed;
-        s_time(e, &w, 1, reps, &med, &p99, &gmed, &smed);
+        const timing_t t = s_time(e, &w, 1, reps);
         printf("profile %s %s %s: %d seqs, %d tokens: wall median %.4f ms p99 %.4f ms, GPU "
-               "median %.4f ms (%.0f tokens/s wall), submit median %.4f ms\n",
-               dir, device, one, (int)w.n_seqs, (int)w.n_tokens, med, p99, gmed,
-               w.n_tokens / (med * 1e-3), smed);
+               "median %.4f ms (%.0f tokens/s wall), submit median %.4f ms; host: enqueue "
+               "%.4f, latency %.4f, deliver %.4f ms\n",
+               dir, device, one, (int)w.n_seqs, (int)w.n_tokens, t.wall, t.wall_p99, t.gpu,
+               w.n_tokens / (t.wall * 1e-3), t.submit, t.enqueue, t.latency, t.deliver);
         free(w.ids), free(w.cu);
     }
     wrk_engine_destroy(&e);
@@ -354,13 +375,10 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
     const com_model_info_t *in = wrk_engine_model(e);
     com_prng_t rng;
     com_prng_seed(&rng, 42);
-    double b1_med, b1_p99, b1_gpu;
     work_t one = s_work(NULL, 1, 128, in->vocab_size, &rng);
-    s_time(e, &one, 1, reps, &b1_med, &b1_p99, &b1_gpu, NULL);
+    const timing_t b1 = s_time(e, &one, 1, reps);
     work_t rag = s_case("ragged", in->vocab_size, &rng);
-    double r1_med, r1_p99, r1_gpu, r4_med, r4_p99, r4_gpu;
-    s_time(e, &rag, 1, reps / 10 + 5, &r1_med, &r1_p99, &r1_gpu, NULL);
-    s_time(e, &rag, 4, reps / 10 + 5, &r4_med, &r4_p99, &r4_gpu, NULL);
+    const timing_t r1 = s_time(e, &rag, 1, reps / 10 + 5), r4 = s_time(e, &rag, 4, reps / 10 + 5);
     /* sustained: 4 copies of the whole batch in flight (a bulk client's queue; lanes overlap) */
     enum { kCopies = 4 };
     const int n_sus = reps / 10 + 5;
@@ -374,30 +392,30 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
     s_stats(sus, n_sus, &sus_med, &sus_p99);
     free(sus);
     static const int32_t counts[] = {128, 256, 512, 1024, 2048, 4096, 8192};
-    double lat[7], lat99[7], latg[7];
+    timing_t lat[7];
     for (int i = 0; i < 7; i++) {
         const int32_t n = counts[i] <= 512 ? 1 : counts[i] / 512;
         work_t w = s_work(NULL, n, counts[i] <= 512 ? counts[i] : 512, in->vocab_size, &rng);
-        s_time(e, &w, 1, reps / 4 + 5, &lat[i], &lat99[i], &latg[i], NULL);
+        lat[i] = s_time(e, &w, 1, reps / 4 + 5);
         free(w.ids), free(w.cu);
     }
     wrk_cuda_stats_t st;
     wrk_engine_cuda_stats(e, &st, &err);
     printf("\n== ember cuda engine: %s (%s) ==\n", name, dir);
     printf("%-44s %10s %10s %10s %14s\n", "case", "median ms", "p99 ms", "GPU ms", "tokens/s");
-    printf("%-44s %10.4f %10.4f %10.4f %14.0f\n", "batch 1 x 128 tokens", b1_med, b1_p99, b1_gpu,
-           128.0 / (b1_med * 1e-3));
-    printf("%-44s %10.3f %10.3f %10.3f %14.0f\n", "100 texts 32-512 tok, one batch", r1_med, r1_p99,
-           r1_gpu, rag.n_tokens / (r1_med * 1e-3));
+    printf("%-44s %10.4f %10.4f %10.4f %14.0f\n", "batch 1 x 128 tokens", b1.wall, b1.wall_p99,
+           b1.gpu, 128.0 / (b1.wall * 1e-3));
+    printf("%-44s %10.3f %10.3f %10.3f %14.0f\n", "100 texts 32-512 tok, one batch", r1.wall,
+           r1.wall_p99, r1.gpu, rag.n_tokens / (r1.wall * 1e-3));
     printf("%-44s %10.3f %10.3f %10.3f %14.0f\n", "100 texts 32-512 tok, 4 batches pipelined",
-           r4_med, r4_p99, r4_gpu, rag.n_tokens / (r4_med * 1e-3));
+           r4.wall, r4.wall_p99, r4.gpu, rag.n_tokens / (r4.wall * 1e-3));
     printf("%-44s %10.3f %10.3f %10s %14.0f\n", "100 texts 32-512 tok, 4 copies in flight", sus_med,
            sus_p99, "-", kCopies * rag.n_tokens / (sus_med * 1e-3));
     for (int i = 0; i < 7; i++) {
         char c[64];
         snprintf(c, sizeof c, "latency %d tokens", (int)counts[i]);
-        printf("%-44s %10.4f %10.4f %10.4f %14.0f\n", c, lat[i], lat99[i], latg[i],
-               counts[i] / (lat[i] * 1e-3));
+        printf("%-44s %10.4f %10.4f %10.4f %14.0f\n", c, lat[i].wall, lat[i].wall_p99, lat[i].gpu,
+               counts[i] / (lat[i].wall * 1e-3));
     }
     printf("start-up: lazy %.0f ms; all %d graphs (buckets x slots) captured at start %.0f ms "
            "(capture %.1f ms); "
@@ -415,15 +433,15 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
                 "%.4f, \"tokens_per_s\": %.0f}, \"copies_in_flight\": {\"copies\": %d, "
                 "\"median_ms\": %.4f, \"p99_ms\": %.4f, \"tokens_per_s\": %.0f}},\n "
                 "\"latency_vs_tokens\": [",
-                name, dir, b1_med, b1_p99, b1_gpu, (int)rag.n_tokens, r1_med, r1_p99, r1_gpu,
-                rag.n_tokens / (r1_med * 1e-3), r4_med, r4_p99, r4_gpu,
-                rag.n_tokens / (r4_med * 1e-3), (int)kCopies, sus_med, sus_p99,
+                name, dir, b1.wall, b1.wall_p99, b1.gpu, (int)rag.n_tokens, r1.wall, r1.wall_p99,
+                r1.gpu, rag.n_tokens / (r1.wall * 1e-3), r4.wall, r4.wall_p99, r4.gpu,
+                rag.n_tokens / (r4.wall * 1e-3), (int)kCopies, sus_med, sus_p99,
                 kCopies * rag.n_tokens / (sus_med * 1e-3));
         for (int i = 0; i < 7; i++)
             fprintf(j,
                     "%s{\"tokens\": %d, \"median_ms\": %.5f, \"p99_ms\": %.5f, "
                     "\"gpu_median_ms\": %.5f}",
-                    i ? ", " : "", (int)counts[i], lat[i], lat99[i], latg[i]);
+                    i ? ", " : "", (int)counts[i], lat[i].wall, lat[i].wall_p99, lat[i].gpu);
         fprintf(j,
                 "],\n \"startup\": {\"lazy_ms\": %.1f, \"capture_all_ms\": %.1f, "
                 "\"buckets\": %d, \"graphs_captured_all\": %d, \"capture_all_graph_ms\": %.2f, "

@@ -80,13 +80,14 @@ _Static_assert(sizeof((wrk_cuda_stats_t *)0)->lane_chunks == S_MAX_LANES * sizeo
                "a lane_chunks counter per lane");
 
 typedef struct s_slot {
-    int32_t *in_host, *in_dev; /* [input words of the largest bucket], mapped pinned (host and
-                                  device addresses) */
-    float *out_host, *out_dev; /* [max_bucket * hidden], mapped pinned */
-    cudaEvent_t ev0;           /* recorded before the forward pass (GPU time per chunk) */
-    cudaEvent_t ev;            /* recorded after it */
-    int state;                 /* S_FREE / S_QUEUED, under e->mu */
-    int32_t lane;              /* the lane its chunk runs in (s_pick_lane), -1 before */
+    int32_t *in_host, *in_dev;  /* [input words of the largest bucket], mapped pinned (host and
+                                   device addresses) */
+    float *out_host, *out_dev;  /* [max_bucket * hidden], mapped pinned */
+    cudaEvent_t ev0;            /* recorded before the forward pass (GPU time per chunk) */
+    cudaEvent_t ev;             /* recorded after it */
+    double t_start, t_launched; /* s_now_ms at the chunk's start in submit / its pass launched */
+    int state;                  /* S_FREE / S_QUEUED, under e->mu */
+    int32_t lane;               /* the lane its chunk runs in (s_pick_lane), -1 before */
     /* the job, written by the submitter before QUEUED */
     wrk_result_t *r;
     int32_t seq0, n_seqs, dim;
@@ -241,6 +242,7 @@ static int s_forward(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_erro
 /* Enqueues one chunk (sequences [s0, s1) of b) through slot sl. */
 static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0, int32_t s1,
                      int32_t dim, bool normalize, com_error_t *err) {
+    sl->t_start = s_now_ms();
     const int32_t n_tokens = b->cu_seqlens[s1] - b->cu_seqlens[s0];
     const int32_t T = wrk_cuda_bucket_tokens(n_tokens), bi = s_bucket_index(e, T);
     wrk_bert_cuda_pack(sl->in_host, T, b->token_ids, b->type_ids, b->cu_seqlens + s0, s1 - s0, dim,
@@ -251,6 +253,7 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
     if (rc != 0)
         return rc;
     KERN_CUDA_TRY(cudaEventRecord(sl->ev, e->streams[lane]), err);
+    sl->t_launched = s_now_ms();
     return 0;
 }
 
@@ -272,11 +275,13 @@ static void *s_completion_main(void *arg) {
         wrk_result_t *r = sl->r;
         bool failed = sl->failed;
         float gpu_ms = -1.f; /* the chunk's GPU time, when it ran and its events say so */
+        double t_seen = 0, t_copied = 0;
         if (failed) {
             if (r->err.code == 0)
                 r->err = sl->err;
         } else {
             cudaError_t ce = cudaEventSynchronize(sl->ev);
+            t_seen = s_now_ms();
             if (ce != cudaSuccess) {
                 snprintf(msg, sizeof msg, "cudaEventSynchronize(batch): %s: %s",
                          cudaGetErrorName(ce), cudaGetErrorString(ce));
@@ -294,9 +299,11 @@ static void *s_completion_main(void *arg) {
             }
             if (!failed && cudaEventElapsedTime(&gpu_ms, sl->ev0, sl->ev) != cudaSuccess)
                 gpu_ms = -1.f;
-            if (!failed)
+            if (!failed) {
                 memcpy(r->emb + (size_t)sl->seq0 * (size_t)sl->dim, sl->out_host,
                        (size_t)sl->n_seqs * (size_t)sl->dim * sizeof(float));
+                t_copied = s_now_ms();
+            }
         }
         const bool last = sl->last;
         pthread_mutex_lock(&e->mu);
@@ -304,6 +311,9 @@ static void *s_completion_main(void *arg) {
             e->stats.gpu_ms_last = gpu_ms;
             e->stats.gpu_ms_total += gpu_ms;
             e->stats.gpu_chunks++;
+            e->stats.host_enqueue_ms_total += sl->t_launched - sl->t_start;
+            e->stats.host_wait_ms_total += t_seen - sl->t_launched;
+            e->stats.host_deliver_ms_total += t_copied - t_seen;
         }
         sl->state = S_FREE;
         sl->r = NULL;
