@@ -175,10 +175,10 @@ static wrk_cuda_stats_t s_counters(wrk_engine_t *e) {
 }
 
 /* medians (ms) of timed runs: wall, its p99, the chunks' GPU time, the submit calls, and the
- * host's share by the engine's counters (wrk_cuda_stats_t): enqueue, wait - GPU (the launch's
- * and the completion's latency), deliver */
+ * host's share by the engine's counters (wrk_cuda_stats_t): enqueue, its CUDA calls, wait - GPU
+ * (the launch's and the completion's latency), deliver */
 typedef struct timing {
-    double wall, wall_p99, gpu, submit, enqueue, latency, deliver;
+    double wall, wall_p99, gpu, submit, enqueue, launch, latency, deliver;
 } timing_t;
 
 /* median of v[n] (sorted in place) */
@@ -190,7 +190,7 @@ static double s_median(double *v, int n) {
 
 /* reps runs after a warm-up (eager, capture, replay) */
 static timing_t s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps) {
-    enum { kWall, kGpu, kSubmit, kEnqueue, kLatency, kDeliver, kN };
+    enum { kWall, kGpu, kSubmit, kEnqueue, kLaunch, kLatency, kDeliver, kN };
     double *v[kN];
     for (int j = 0; j < kN; j++)
         v[j] = malloc((size_t)reps * sizeof *v[j]);
@@ -202,13 +202,15 @@ static timing_t s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps) {
         const wrk_cuda_stats_t b = s_counters(e);
         v[kGpu][i] = b.gpu_ms_total - a.gpu_ms_total;
         v[kEnqueue][i] = b.host_enqueue_ms_total - a.host_enqueue_ms_total;
+        v[kLaunch][i] = b.host_launch_ms_total - a.host_launch_ms_total;
         v[kLatency][i] = b.host_wait_ms_total - a.host_wait_ms_total - v[kGpu][i];
         v[kDeliver][i] = b.host_deliver_ms_total - a.host_deliver_ms_total;
     }
     timing_t t;
     s_stats(v[kWall], reps, &t.wall, &t.wall_p99);
     t.gpu = s_median(v[kGpu], reps), t.submit = s_median(v[kSubmit], reps);
-    t.enqueue = s_median(v[kEnqueue], reps), t.latency = s_median(v[kLatency], reps);
+    t.enqueue = s_median(v[kEnqueue], reps), t.launch = s_median(v[kLaunch], reps);
+    t.latency = s_median(v[kLatency], reps);
     t.deliver = s_median(v[kDeliver], reps);
     for (int j = 0; j < kN; j++)
         free(v[j]);
@@ -255,9 +257,9 @@ static int s_profile(const char *dir, const char *device, const char *name, int 
         const timing_t t = s_time(e, &w, 1, reps);
         printf("profile %s %s %s: %d seqs, %d tokens: wall median %.4f ms p99 %.4f ms, GPU "
                "median %.4f ms (%.0f tokens/s wall), submit median %.4f ms; host: enqueue "
-               "%.4f, latency %.4f, deliver %.4f ms\n",
+               "%.4f (CUDA calls %.4f), latency %.4f, deliver %.4f ms\n",
                dir, device, one, (int)w.n_seqs, (int)w.n_tokens, t.wall, t.wall_p99, t.gpu,
-               w.n_tokens / (t.wall * 1e-3), t.submit, t.enqueue, t.latency, t.deliver);
+               w.n_tokens / (t.wall * 1e-3), t.submit, t.enqueue, t.launch, t.latency, t.deliver);
         free(w.ids), free(w.cu);
     }
     wrk_engine_destroy(&e);

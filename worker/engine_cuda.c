@@ -85,7 +85,8 @@ typedef struct s_slot {
     float *out_host, *out_dev;  /* [max_bucket * hidden], mapped pinned */
     cudaEvent_t ev0;            /* recorded before the forward pass (GPU time per chunk) */
     cudaEvent_t ev;             /* recorded after it */
-    double t_start, t_launched; /* s_now_ms at the chunk's start in submit / its pass launched */
+    double t_start;             /* s_now_ms at the chunk's start in submit */
+    double t_ready, t_launched; /* ... before its CUDA calls and after them */
     int state;                  /* S_FREE / S_QUEUED, under e->mu */
     int32_t lane;               /* the lane its chunk runs in (s_pick_lane), -1 before */
     /* the job, written by the submitter before QUEUED */
@@ -248,6 +249,7 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
     wrk_bert_cuda_pack(sl->in_host, T, b->token_ids, b->type_ids, b->cu_seqlens + s0, s1 - s0, dim,
                        normalize);
     const int32_t si = (int32_t)(sl - e->slots), lane = sl->lane = s_pick_lane(e);
+    sl->t_ready = s_now_ms();
     KERN_CUDA_TRY(cudaEventRecord(sl->ev0, e->streams[lane]), err);
     int rc = s_forward(e, bi, si, lane, err);
     if (rc != 0)
@@ -312,6 +314,7 @@ static void *s_completion_main(void *arg) {
             e->stats.gpu_ms_total += gpu_ms;
             e->stats.gpu_chunks++;
             e->stats.host_enqueue_ms_total += sl->t_launched - sl->t_start;
+            e->stats.host_launch_ms_total += sl->t_launched - sl->t_ready;
             e->stats.host_wait_ms_total += t_seen - sl->t_launched;
             e->stats.host_deliver_ms_total += t_copied - t_seen;
         }

@@ -44,10 +44,11 @@ typedef struct wrk_cuda_stats {
     double gpu_ms_last, gpu_ms_total;
     /* the host's share of the same chunks (CLOCK_MONOTONIC, summed; completion thread):
      * enqueue = from the chunk's start in submit to its pass launched (packing, lane, events,
-     * launch calls); wait = from the launch call's return to the end event seen complete (the
-     * pass on the GPU plus the launch's and the completion's latencies: wait - GPU time is the
-     * latency); deliver = from that to the result's rows copied out of the staging slot */
-    double host_enqueue_ms_total, host_wait_ms_total, host_deliver_ms_total;
+     * launch calls), of which launch = the CUDA calls (events, graph launch or kernels); wait =
+     * from the launch call's return to the end event seen complete (the pass on the GPU plus the
+     * launch's and the completion's latencies: wait - GPU time is the latency); deliver = from that
+     * to the result's rows copied out of the staging slot */
+    double host_enqueue_ms_total, host_launch_ms_total, host_wait_ms_total, host_deliver_ms_total;
 } wrk_cuda_stats_t;
 
 /* Fills *st for a cuda engine. Call from the submitting thread (the counters are its own; the
