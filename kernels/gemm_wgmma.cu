@@ -329,13 +329,6 @@ fold_tile(float *d, const kern_linear_ln_t &ln, const FoldStage<BN, ROWS> &s, in
         }
 }
 
-/* prefetch.global.L1 of the 128-byte lines of bytes [p, end) */
-__device__ __forceinline__ void prefetch_l1(const void *p, const void *end) {
-    for (const char *a = reinterpret_cast<const char *>((uintptr_t)p & ~(uintptr_t)127);
-         a < static_cast<const char *>(end); a += 128)
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(a)));
-}
-
 /* Epilogue 4's residual rows [r0, min(r1, n_live)) x columns [c0, c0 + BN), pulled into L1 by
  * the staging warps while the main loop runs (the consumers read them from there right after it;
  * prefetches are hints: nothing waits for them). Threads t = 0 .. nt - 1. */
@@ -348,7 +341,7 @@ __device__ __forceinline__ void fold_prefetch(const kern_linear_ln_t &ln, int ep
     const uint16_t *res = fold_residual<D>(ln);
     const int32_t live = min(r1, n_live), cols = min(BN, N - c0);
     for (int32_t r = r0 + t; r < live; r += nt)
-        prefetch_l1(res + (int64_t)r * N + c0, res + (int64_t)r * N + c0 + cols);
+        kern::prefetch_l1(res + (int64_t)r * N + c0, res + (int64_t)r * N + c0 + cols);
 }
 
 /* The residual stream ln carries (exactly one pointer is set: checked by the launcher) */

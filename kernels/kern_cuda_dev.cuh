@@ -303,6 +303,17 @@ __device__ __forceinline__ uint32_t smem_u32(const void *p) {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
+/* prefetch.global.L1 of the 128-byte line holding p: a hint, nothing waits for it */
+__device__ __forceinline__ void prefetch_l1(const void *p) {
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(p)));
+}
+/* ... of every line of bytes [p, end) */
+__device__ __forceinline__ void prefetch_l1(const void *p, const void *end) {
+    for (const char *a = reinterpret_cast<const char *>((uintptr_t)p & ~(uintptr_t)127);
+         a < static_cast<const char *>(end); a += 128)
+        prefetch_l1(a);
+}
+
 /* 16-byte async global -> shared copy, L2 only (.cg). src_bytes 16 copies; src_bytes 0 reads
  * nothing (src is not dereferenced, so it may point anywhere) and fills dst with zeros. dst and
  * src 16-byte aligned. */

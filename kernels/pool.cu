@@ -18,10 +18,11 @@
  *
  * Folded (kern_pool_folded_cuda): the same kernel over a 16-bit pre-LN stream x and its row
  * statistics (kernels/row_stats.h); only the reading of a row differs (the Rows policies below).
- * A row reads as (x - mean_t) rstd_t, 8 values per 16-byte load; LayerNorm's gamma and beta are
- * applied once to the pooled value, as they commute with CLS, last and mean. Each token's (mean,
- * rstd) is computed once per block, by one thread (kern::row_stats_one, the bits of every other
- * consumer) into shared memory, for up to kThreads tokens at a time (a chunk; the mean sums
+ * A row reads as (x - mean_t) rstd_t, 8 values per 16-byte load, 4 loads in flight (as many
+ * bytes as the fp32 kernel's 8; 8 spilled 172 bytes, no faster or slower in the engine);
+ * LayerNorm's gamma and beta are applied once to the pooled value, as they commute with CLS,
+ * last and mean. Each token's (mean, rstd) is computed once per block, by one thread
+ * (kern::row_stats_one, the bits of every other consumer) into shared memory, for up to kThreads tokens at a time (a chunk; the mean sums
  * continue in the shared partial rows across chunks). With 8 values per load a thread owns at
  * most one column group (hidden <= 8192), so the chunk barriers sit outside every per-thread
  * loop. Shared memory: R x hidden floats (at most 32 KiB) + kThreads float2.
@@ -34,7 +35,7 @@
 
 namespace {
 
-constexpr int kThreads = 1024, kUnroll = 8;
+constexpr int kThreads = 1024;
 /* kept dims per thread, in registers until the norm is known: hidden <= 8192 */
 constexpr int kMaxDimsPerThread = 8;
 
@@ -65,6 +66,7 @@ template <int V> struct RowsF32 { /* the fp32 hidden state as it is */
     using In = float;
     using VT = typename Vec<V>::T;
     static constexpr int kV = V;
+    static constexpr int kUnroll = 8; /* loads in flight per thread */
     static constexpr bool kStats = false;
     __device__ static void add(float *acc, VT x, float2) {
         Vec<V>::add(acc, x);
@@ -80,6 +82,9 @@ template <kern_dtype_t D> struct RowsFolded { /* LN(x) of a folded stream, x of 
     using In = uint16_t;
     using VT = uint4;
     static constexpr int kV = 8;
+    /* 16-byte loads: 4 in flight carry as many bytes as RowsF32's 8 float4 (8 spilled: 1024
+     * threads leave 64 registers each) */
+    static constexpr int kUnroll = 4;
     static constexpr bool kStats = true;
     __device__ static void add(float *acc, VT x, float2 st) {
         float f[8];
@@ -133,8 +138,7 @@ __global__ void __launch_bounds__(kThreads)
                   t1_first = s_first < n_seqs ? cu[s_first + 1] : 0;
     if constexpr (Rows::kStats)
         for (int32_t d = 32 * (int32_t)threadIdx.x; d < D && D <= H; d += 32 * kThreads) {
-            asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(gamma + d)));
-            asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(beta + d)));
+            kern::prefetch_l1(gamma + d), kern::prefetch_l1(beta + d);
         }
     kern::pdl_begin(); /* the rows (and their statistics) from here on */
     if (D < 1 || D > H)
@@ -161,14 +165,14 @@ __global__ void __launch_bounds__(kThreads)
                         const VT *col = reinterpret_cast<const VT *>(h) + c;
                         /* kUnroll independent loads in flight per thread, the tail predicated
                          * rather than serial: the op is latency-bound */
-                        for (int32_t t = tc + lane_r; t < te; t += kUnroll * R) {
-                            VT x[kUnroll];
+                        for (int32_t t = tc + lane_r; t < te; t += Rows::kUnroll * R) {
+                            VT x[Rows::kUnroll];
 #pragma unroll
-                            for (int u = 0; u < kUnroll; u++)
+                            for (int u = 0; u < Rows::kUnroll; u++)
                                 if (t + u * R < te)
                                     x[u] = col[(int64_t)(t + u * R) * G];
 #pragma unroll
-                            for (int u = 0; u < kUnroll; u++)
+                            for (int u = 0; u < Rows::kUnroll; u++)
                                 if (t + u * R < te)
                                     Rows::add(acc, x[u], st[t + u * R - tc]);
                         }
