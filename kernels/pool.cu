@@ -22,10 +22,11 @@
  * bytes as the fp32 kernel's 8; 8 spilled 172 bytes, no faster or slower in the engine);
  * LayerNorm's gamma and beta are applied once to the pooled value, as they commute with CLS,
  * last and mean. Each token's (mean, rstd) is computed once per block, by one thread
- * (kern::row_stats_one, the bits of every other consumer) into shared memory, for up to kThreads tokens at a time (a chunk; the mean sums
- * continue in the shared partial rows across chunks). With 8 values per load a thread owns at
- * most one column group (hidden <= 8192), so the chunk barriers sit outside every per-thread
- * loop. Shared memory: R x hidden floats (at most 32 KiB) + kThreads float2.
+ * (kern::row_stats_one, the bits of every other consumer) into shared memory, for up to kThreads
+ * tokens at a time (a chunk; the mean sums continue in the shared partial rows across chunks). With
+ * 8 values per load a thread owns at most one column group (hidden <= 8192), so the chunk barriers
+ * sit outside every per-thread loop. Shared memory: R x hidden floats (at most 32 KiB) + kThreads
+ * float2.
  *
  * Stream: the caller's. Tested by tests/test_kernels_cuda.c; timed by bench_kernels_cuda
  * ("pool mean+L2", "pool folded mean+L2"). */
