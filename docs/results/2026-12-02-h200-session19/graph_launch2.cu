@@ -141,19 +141,37 @@ int main(int argc, char **argv) {
             unsigned *fl = flag_d;
             if (v == kParams || v == kAll) {
                 switch (kind) {
-                case 0: CK(cudaLaunchKernelEx(&cfg, k_step<0>, scratch, i, last, times_d, fl, big)); break;
-                case 1: CK(cudaLaunchKernelEx(&cfg, k_step<1>, scratch, i, last, times_d, fl, big)); break;
-                case 2: CK(cudaLaunchKernelEx(&cfg, k_step<2>, scratch, i, last, times_d, fl, big)); break;
-                case 3: CK(cudaLaunchKernelEx(&cfg, k_step<3>, scratch, i, last, times_d, fl, big)); break;
-                default: CK(cudaLaunchKernelEx(&cfg, k_step<4>, scratch, i, last, times_d, fl, big));
+                case 0:
+                    CK(cudaLaunchKernelEx(&cfg, k_step<0>, scratch, i, last, times_d, fl, big));
+                    break;
+                case 1:
+                    CK(cudaLaunchKernelEx(&cfg, k_step<1>, scratch, i, last, times_d, fl, big));
+                    break;
+                case 2:
+                    CK(cudaLaunchKernelEx(&cfg, k_step<2>, scratch, i, last, times_d, fl, big));
+                    break;
+                case 3:
+                    CK(cudaLaunchKernelEx(&cfg, k_step<3>, scratch, i, last, times_d, fl, big));
+                    break;
+                default:
+                    CK(cudaLaunchKernelEx(&cfg, k_step<4>, scratch, i, last, times_d, fl, big));
                 }
             } else {
                 switch (kind) {
-                case 0: CK(cudaLaunchKernelEx(&cfg, k_small<0>, scratch, i, last, times_d, fl)); break;
-                case 1: CK(cudaLaunchKernelEx(&cfg, k_small<1>, scratch, i, last, times_d, fl)); break;
-                case 2: CK(cudaLaunchKernelEx(&cfg, k_small<2>, scratch, i, last, times_d, fl)); break;
-                case 3: CK(cudaLaunchKernelEx(&cfg, k_small<3>, scratch, i, last, times_d, fl)); break;
-                default: CK(cudaLaunchKernelEx(&cfg, k_small<4>, scratch, i, last, times_d, fl));
+                case 0:
+                    CK(cudaLaunchKernelEx(&cfg, k_small<0>, scratch, i, last, times_d, fl));
+                    break;
+                case 1:
+                    CK(cudaLaunchKernelEx(&cfg, k_small<1>, scratch, i, last, times_d, fl));
+                    break;
+                case 2:
+                    CK(cudaLaunchKernelEx(&cfg, k_small<2>, scratch, i, last, times_d, fl));
+                    break;
+                case 3:
+                    CK(cudaLaunchKernelEx(&cfg, k_small<3>, scratch, i, last, times_d, fl));
+                    break;
+                default:
+                    CK(cudaLaunchKernelEx(&cfg, k_small<4>, scratch, i, last, times_d, fl));
                 }
             }
         }
