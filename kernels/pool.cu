@@ -19,7 +19,7 @@
  * Folded (kern_pool_folded_cuda): the same kernel over a 16-bit pre-LN stream x and its row
  * statistics (kernels/row_stats.h); only the reading of a row differs (the Rows policies below).
  * A row reads as (x - mean_t) rstd_t, 8 values per 16-byte load, 4 loads in flight (as many
- * bytes as the fp32 kernel's 8; 8 spilled 172 bytes, no faster or slower in the engine);
+ * bytes as the fp32 kernel's 8; 8 in flight spilled 172 bytes, and the two ran even in the engine);
  * LayerNorm's gamma and beta are applied once to the pooled value, as they commute with CLS,
  * last and mean. Each token's (mean, rstd) is computed once per block, by one thread
  * (kern::row_stats_one, the bits of every other consumer) into shared memory, for up to kThreads
