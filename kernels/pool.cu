@@ -19,9 +19,9 @@
  * Folded (kern_pool_folded_cuda): the same kernel over a 16-bit pre-LN stream x and its row
  * statistics (kernels/row_stats.h); only the reading of a row differs (the Rows policies below).
  * A row reads as (x - mean_t) rstd_t, 8 values per 16-byte load, 4 loads in flight (as many
- * bytes as the fp32 kernel's 8; 8 in flight spilled 172 bytes, and the two ran even in the engine);
- * LayerNorm's gamma and beta are applied once to the pooled value, as they commute with CLS,
- * last and mean. Each token's (mean, rstd) is computed once per block, by one thread
+ * bytes as the fp32 kernel's 8; it spills 8 bytes where 8 in flight spilled 172; even in the
+ * engine); LayerNorm's gamma and beta are applied once to the pooled value, as they commute with
+ * CLS, last and mean. Each token's (mean, rstd) is computed once per block, by one thread
  * (kern::row_stats_one, the bits of every other consumer) into shared memory, for up to kThreads
  * tokens at a time (a chunk; the mean sums continue in the shared partial rows across chunks). With
  * 8 values per load a thread owns at most one column group (hidden <= 8192), so the chunk barriers
@@ -83,8 +83,8 @@ template <kern_dtype_t D> struct RowsFolded { /* LN(x) of a folded stream, x of 
     using In = uint16_t;
     using VT = uint4;
     static constexpr int kV = 8;
-    /* 16-byte loads: 4 in flight carry as many bytes as RowsF32's 8 float4 (8 spilled: 1024
-     * threads leave 64 registers each) */
+    /* 16-byte loads: 4 in flight carry as many bytes as RowsF32's 8 float4 (8 spilled 172 bytes:
+     * 1024 threads leave 64 registers each) */
     static constexpr int kUnroll = 4;
     static constexpr bool kStats = true;
     __device__ static void add(float *acc, VT x, float2 st) {
