@@ -2,7 +2,8 @@
 # Prepared in session 19 for session 20's first device call (~8 min), not run: the fused embedding
 # + input copy (embed-copy.patch beside this script: MiniLM 1 x 128's copy and embedding add 6.6 us
 # of its 120 in session 19's trace; expected ~3 us less) against main.
-# Dev box (repository root), once:
+# Dev box (repository root), once (or: bash docs/results/2026-12-02-h200-session19/next/prepare.sh,
+# which makes every pack of next1-3.sh from a fresh checkout):
 #   git checkout -b embed-copy main && git am docs/results/2026-12-02-h200-session19/next/embed-copy.patch
 #   git checkout main
 #   # .gpucarry/lib: the ldd-listed openblas, jansson, gfortran, quadmath + libcupti.so.13

@@ -2,7 +2,8 @@
 # Prepared in session 19 for session 20's second device call (~7 min), not run: folded 64x128
 # split-K 4 / 8 GEMM candidates (fold-splitk.patch beside this script) for FFN-down + statistics,
 # which adds 5.1 us a layer to MiniLM 1 x 128 against ~3.2 for the other GEMMs (session 19 trace).
-# Dev box (repository root), once:
+# Dev box (repository root), once (or: bash docs/results/2026-12-02-h200-session19/next/prepare.sh,
+# which makes every pack of next1-3.sh from a fresh checkout):
 #   git checkout -b fold-splitk8 main && git am docs/results/2026-12-02-h200-session19/next/fold-splitk.patch
 #   git checkout main
 #   bench/gpu/pack_builds.sh .gpupack/s20b.tar.xz bin0=main:bench_engine_cuda \

@@ -4,7 +4,8 @@
 # build, not for main: -DEMBER_POOL_MARKS makes the pooling kernel write %globaltimer at its
 # phases (PDL wait's end, statistics staged, rows summed, columns summed, norm known, stores
 # issued) and bench_engine_cuda profile print their medians.
-# Dev box (repository root), once:
+# Dev box (repository root), once (or: bash docs/results/2026-12-02-h200-session19/next/prepare.sh,
+# which makes every pack of next1-3.sh from a fresh checkout):
 #   git worktree add -b pool-marks build-next/binD main && (cd build-next/binD &&
 #     git am ../../docs/results/2026-12-02-h200-session19/next/pool-marks.patch &&
 #     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON -DEMBER_WERROR=ON \
