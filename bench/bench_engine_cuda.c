@@ -165,12 +165,11 @@ static double s_run(wrk_engine_t *e, const work_t *w, int32_t k, double *submit_
     return 1e3 * bench_now_s() - t0;
 }
 
-/* the engine's counters so far (zeroes if it has none) */
+/* the engine's counters so far (zeroes if it has none: the call fills st only on success) */
 static wrk_cuda_stats_t s_counters(wrk_engine_t *e) {
     wrk_cuda_stats_t st = {0};
     com_error_t err = {0};
-    if (wrk_engine_cuda_stats(e, &st, &err) != 0)
-        memset(&st, 0, sizeof st);
+    wrk_engine_cuda_stats(e, &st, &err);
     return st;
 }
 

@@ -479,14 +479,17 @@ int main(void) {
                       s1.gpu_ms_last > 0,
                   "GPU time: %lld -> %lld chunks, %.4f -> %.4f ms", (long long)s0.gpu_chunks,
                   (long long)s1.gpu_chunks, s0.gpu_ms_total, s1.gpu_ms_total);
-        /* and the host's share of the same chunks, each part of it counted */
+        /* and the host's share of the same chunks, each part of it counted, the CUDA calls
+         * inside the enqueue */
         const double enq = s1.host_enqueue_ms_total - s0.host_enqueue_ms_total,
+                     launch = s1.host_launch_ms_total - s0.host_launch_ms_total,
                      wait = s1.host_wait_ms_total - s0.host_wait_ms_total,
                      dlv = s1.host_deliver_ms_total - s0.host_deliver_ms_total;
         printf("host share of %d chunks: enqueue %.4f, wait %.4f (GPU %.4f), deliver %.4f ms\n",
                (int)n_runs, enq, wait, s1.gpu_ms_total - s0.gpu_ms_total, dlv);
-        CHECK_MSG(enq > 0 && wait > 0 && dlv > 0,
-                  "host share: enqueue %.4f, wait %.4f, deliver %.4f", enq, wait, dlv);
+        CHECK_MSG(enq > 0 && launch > 0 && launch <= enq && wait > 0 && dlv > 0,
+                  "host share: enqueue %.4f (CUDA calls %.4f), wait %.4f, deliver %.4f", enq,
+                  launch, wait, dlv);
         for (int i = 0; i < n_runs; i++)
             wrk_result_destroy(&r[i]);
         s_free(&x);
