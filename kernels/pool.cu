@@ -1,46 +1,57 @@
 /* kernels/pool.cu — CUDA sentence pooling (CLS / mean / last token), Matryoshka truncation and
  * L2 normalisation, fp32 out (contract in pool.h; plain-C reference kern_pool_ref beside it).
  *
- * Algorithm: grid-stride over sequences, one 1024-thread block per sequence. Mean: the threads
- * form R row lanes of H/4 float4 column groups (R = 1024 / (H/4), 10 at H = 384); lane r sums
- * the tokens t0 + r, t0 + r + R, ... with 8 loads in flight per thread into its own row of
- * shared memory; after a barrier each thread adds the R partial sums of its columns and scales by
- * 1/len (scalar columns when H % 4 != 0). The op is latency-bound: the earlier 8-warp version
- * with scalar loads took 12 us for one 128-token sequence and 38 us for 8 x 512 on an H200 (the
- * bench's "pool" row); the order of the sums is fixed, so results are deterministic. CLS/last:
- * a copy of one row. Each thread keeps its (at most 8) output columns in registers; with
- * normalize the block reduces the squares (warp shuffles + shared memory), and every output is
- * then stored once, scaled by 1/max(norm, 1e-12): out may be mapped host memory, where the
- * earlier store-then-rescale cost a PCIe read per thread. Hidden <= 8192. Every per-batch
- * number (n_seqs, out_dim, normalize) comes from device memory, so the launch (grid =
- * min(max_seqs, 512) blocks, R x hidden floats of shared memory) is the same for every batch
- * of a bucket.
+ * Algorithm: a cluster of kCluster = 8 CTAs of 256 threads per sequence (grid-stride over
+ * sequences along y). CLS and last are the mean over a one-token range, so all three modes take
+ * one path: the tokens [a, b) pooled are split into kCluster contiguous parts, one per CTA. In a
+ * CTA the threads form R row lanes of H / V column groups (V values per vector load: 4 floats,
+ * or 8 16-bit values when folded; R = 5 at H = 384 folded); lane r sums the tokens ra + r,
+ * ra + r + R, ... of its part with kUnroll = 8 loads in flight per thread into its own row of
+ * shared memory; after a barrier the CTA's R partial rows are added per column (csum), a cluster
+ * barrier publishes csum, and CTA 0 adds the kCluster vectors in rank order (distributed shared
+ * memory), scales by 1/(b - a), applies the affine, reduces the squares and stores every output
+ * once, scaled by 1/max(norm, 1e-12) (out may be mapped host memory, where a read-modify-write is
+ * a PCIe round trip per thread). The order of every sum is fixed: deterministic.
+ * Why a cluster: the op is latency- and per-SM-bandwidth-bound. One 1024-thread block per
+ * sequence (session 19's kernel) took 5.8 us after its PDL wait for MiniLM's 1 x 128 tokens in
+ * the engine's graph (statistics 1.2, two rounds of row loads 2.7 = 98 KB through one SM, column
+ * sums of 21 lanes 1.2, norm 0.5: %globaltimer marks, session 20); split over 8 SMs each CTA
+ * loads 16 rows in one round, its first round issued before the statistics are staged: the
+ * kernel adds 5.3 us to the graph (was 6.5; BERT-base 5.8, was 7.4: CUPTI trace, session 20).
+ * Where many sequences make many clusters it is slower than one block per sequence was (16384
+ * tokens in ~60 sequences of 32-512: 14.6 us against 11.8; 128 registers, 2 CTAs per SM): the
+ * engine's ragged passes were even (docs/benchmarks.md, twentieth round).
  *
  * Folded (kern_pool_folded_cuda): the same kernel over a 16-bit pre-LN stream x and its row
  * statistics (kernels/row_stats.h); only the reading of a row differs (the Rows policies below).
- * A row reads as (x - mean_t) rstd_t, 8 values per 16-byte load, 4 loads in flight (as many
- * bytes as the fp32 kernel's 8; it spills 8 bytes where 8 in flight spilled 172; even in the
- * engine); LayerNorm's gamma and beta are applied once to the pooled value, as they commute with
- * CLS, last and mean. Each token's (mean, rstd) is computed once per block, by one thread
- * (kern::row_stats_one, the bits of every other consumer) into shared memory, for up to kThreads
- * tokens at a time (a chunk; the mean sums continue in the shared partial rows across chunks). With
- * 8 values per load a thread owns at most one column group (hidden <= 8192), so the chunk barriers
- * sit outside every per-thread loop. Shared memory: R x hidden floats (at most 32 KiB) + kThreads
- * float2.
+ * A row reads as (x - mean_t) rstd_t; LayerNorm's gamma and beta are applied once to the pooled
+ * value, as they commute with CLS, last and mean. Each token's (mean, rstd) is computed once per
+ * CTA, by one thread (kern::row_stats_one, the bits of every other consumer) into shared memory,
+ * for up to kThreads tokens at a time (a chunk; the sums continue in the partial rows across
+ * chunks). Shared memory: kThreads float2 (statistics) + R x H floats (partial rows, 8 KiB when
+ * H / V <= kThreads) + H floats (csum). Hidden <= 8192 (kMaxDimsPerThread dims per thread of
+ * CTA 0 in registers until the norm is known). Every per-batch number (n_seqs, out_dim,
+ * normalize) comes from device memory, so the launch (grid kCluster x min(max_seqs, 128)) is the
+ * same for every batch of a bucket.
  *
  * Stream: the caller's. Tested by tests/test_kernels_cuda.c; timed by bench_kernels_cuda
  * ("pool mean+L2", "pool folded mean+L2"). */
+#include <cooperative_groups.h>
+
 #include "kernels/kern_cuda_dev.cuh"
 #include "kernels/pool.h"
 #include "kernels/row_stats.cuh"
 
 namespace {
 
-constexpr int kThreads = 1024;
-/* kept dims per thread, in registers until the norm is known: hidden <= 8192 */
-constexpr int kMaxDimsPerThread = 8;
+namespace cg = cooperative_groups;
 
-/* Row lanes of a block for hidden size H read V floats at a time: threads form R lanes of H / V
+constexpr int kThreads = 256;
+constexpr int kCluster = 8; /* CTAs per sequence */
+/* kept dims per thread of CTA 0, in registers until the norm is known: hidden <= 8192 */
+constexpr int kMaxDimsPerThread = 32;
+
+/* Row lanes of a block for hidden size H read V values at a time: threads form R lanes of H / V
  * column groups (R >= 1; a single lane loops over the groups when they outnumber the threads). */
 __host__ __device__ constexpr int row_lanes(int32_t H, int V) {
     return H / V >= kThreads ? 1 : kThreads / (H / V);
@@ -61,19 +72,16 @@ template <> struct Vec<4> {
 };
 
 /* How the kernel reads the token rows, the one difference between the two poolings: rows of
- * In, kV values per vector VT; add() sums a vector of a row with statistics st into acc, at()
- * reads one value, affine() maps the pooled value of dim d to the output's. */
+ * In, kV values per vector VT; add() sums a vector of a row with statistics st into acc,
+ * affine() maps the pooled value of dim d to the output's. kUnroll loads in flight per thread. */
 template <int V> struct RowsF32 { /* the fp32 hidden state as it is */
     using In = float;
     using VT = typename Vec<V>::T;
     static constexpr int kV = V;
-    static constexpr int kUnroll = 8; /* loads in flight per thread */
+    static constexpr int kUnroll = 8;
     static constexpr bool kStats = false;
     __device__ static void add(float *acc, VT x, float2) {
         Vec<V>::add(acc, x);
-    }
-    __device__ static float at(const float *h, int64_t i, float2) {
-        return h[i];
     }
     __device__ static float affine(float v, const float *, const float *, int32_t) {
         return v;
@@ -83,9 +91,7 @@ template <kern_dtype_t D> struct RowsFolded { /* LN(x) of a folded stream, x of 
     using In = uint16_t;
     using VT = uint4;
     static constexpr int kV = 8;
-    /* 16-byte loads: 4 in flight carry as many bytes as RowsF32's 8 float4 (8 spilled 172 bytes:
-     * 1024 threads leave 64 registers each) */
-    static constexpr int kUnroll = 4;
+    static constexpr int kUnroll = 8;
     static constexpr bool kStats = true;
     __device__ static void add(float *acc, VT x, float2 st) {
         float f[8];
@@ -93,9 +99,6 @@ template <kern_dtype_t D> struct RowsFolded { /* LN(x) of a folded stream, x of 
 #pragma unroll
         for (int j = 0; j < 8; j++)
             acc[j] += (f[j] - st.x) * st.y;
-    }
-    __device__ static float at(const uint16_t *x, int64_t i, float2 st) {
-        return (kern::to_f32<D>(x[i]) - st.x) * st.y;
     }
     __device__ static float affine(float v, const float *gamma, const float *beta, int32_t d) {
         return v * gamma[d] + beta[d];
@@ -117,6 +120,17 @@ __device__ __forceinline__ void stage_stats(float2 *st, const float *__restrict_
     }
 }
 
+/* One round of a row lane's loads: rows t, t + R, ... (< te) of column group col */
+template <class Rows>
+__device__ __forceinline__ void load_round(typename Rows::VT (&x)[Rows::kUnroll],
+                                           const typename Rows::VT *__restrict__ col, int32_t t,
+                                           int32_t te, int R, int G) {
+#pragma unroll
+    for (int u = 0; u < Rows::kUnroll; u++)
+        if (t + u * R < te)
+            x[u] = col[(int64_t)(t + u * R) * G];
+}
+
 template <class Rows>
 __global__ void __launch_bounds__(kThreads)
     k_pool(float *__restrict__ out, const typename Rows::In *__restrict__ h,
@@ -126,113 +140,126 @@ __global__ void __launch_bounds__(kThreads)
            const int32_t *__restrict__ normalize_p, int32_t H, int mode) {
     constexpr int V = Rows::kV;
     using VT = typename Rows::VT;
-    extern __shared__ float part[]; /* [R][H] partial sums, one row per row lane; then, with
-                                       statistics, [kThreads] float2 (st) */
+    extern __shared__ float2 smem[]; /* st [kThreads] float2 (with statistics), then part
+                                        [R][H] (one partial row per row lane), then csum [H] */
     __shared__ float red[kThreads / 32];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = (int)cluster.block_rank();
     /* Before the PDL wait (kern_cuda_dev.cuh, pdl_wait; pool.h): the batch's layout, written by
      * an earlier grid than the one before, the first sequence's bounds, and gamma / beta pulled
-     * into L1 (weights) */
+     * into L1 by the CTA that applies them (weights) */
     const int32_t n_seqs = *n_seqs_p, D = *out_dim_p;
     const bool norm = *normalize_p != 0;
-    const int32_t s_first = (int32_t)blockIdx.x;
+    const int32_t s_first = (int32_t)blockIdx.y;
     const int32_t t0_first = s_first < n_seqs ? cu[s_first] : 0,
                   t1_first = s_first < n_seqs ? cu[s_first + 1] : 0;
-    if constexpr (Rows::kStats)
+    if (Rows::kStats && rank == 0)
         for (int32_t d = 32 * (int32_t)threadIdx.x; d < D && D <= H; d += 32 * kThreads) {
             kern::prefetch_l1(gamma + d), kern::prefetch_l1(beta + d);
         }
     kern::pdl_begin(); /* the rows (and their statistics) from here on */
     if (D < 1 || D > H)
-        return;
+        return; /* the whole cluster: no barrier is left waiting */
     const int G = H / V, R = row_lanes(H, V);
     const int lane_r = R > 1 ? (int)threadIdx.x / G : 0;
     const int c_first = R > 1 ? (int)threadIdx.x % G : (int)threadIdx.x;
     const int c_step = R > 1 ? G : kThreads; /* R > 1: each thread owns one column group */
     const int G_kept = (D + V - 1) / V;      /* groups holding a kept column */
-    float2 *st = reinterpret_cast<float2 *>(part + R * H);
-    for (int32_t s = s_first; s < n_seqs; s += gridDim.x) {
+    const bool lane_live = lane_r < R && c_first < G_kept;
+    float2 *st = smem;
+    float *part = reinterpret_cast<float *>(smem + (Rows::kStats ? kThreads : 0));
+    float *csum = part + R * H;
+    for (int32_t s = s_first; s < n_seqs; s += gridDim.y) {
         const int32_t t0 = s == s_first ? t0_first : cu[s],
                       t1 = s == s_first ? t1_first : cu[s + 1];
-        float *o = out + (int64_t)s * D;
-        if (mode == KERN_POOL_MEAN) {
-            /* tokens [tc, te): the whole sequence, or with statistics a chunk of kThreads,
-             * the partial rows carried over */
-            for (int32_t tc = t0;; tc += kThreads) {
-                const int32_t te = Rows::kStats && t1 - tc > kThreads ? tc + kThreads : t1;
-                stage_stats<Rows>(st, stats, tc, te, H, eps);
-                if (lane_r < R)
-                    for (int c = c_first; c < G_kept; c += c_step) {
-                        float acc[V] = {};
-                        const VT *col = reinterpret_cast<const VT *>(h) + c;
-                        /* kUnroll independent loads in flight per thread, the tail predicated
-                         * rather than serial: the op is latency-bound */
-                        for (int32_t t = tc + lane_r; t < te; t += Rows::kUnroll * R) {
-                            VT x[Rows::kUnroll];
+        /* the tokens pooled, [a, b): the sequence, or its first or last token; this CTA's
+         * contiguous part [ra, rb) of them */
+        const int32_t a = mode == KERN_POOL_LAST ? t1 - 1 : t0;
+        const int32_t b = mode == KERN_POOL_MEAN ? t1 : a + 1;
+        const int32_t per = (b - a + kCluster - 1) / kCluster;
+        const int32_t ra = min(b, a + rank * per), rb = min(b, ra + per);
+        /* chunks [tc, te) of at most kThreads tokens with statistics (one without): the row
+         * lanes' sums continue in their partial rows */
+        for (int32_t tc = ra; tc < rb; tc += kThreads) {
+            const int32_t te = Rows::kStats && rb - tc > kThreads ? tc + kThreads : rb;
+            /* the first round of loads is issued before the statistics are staged, so the two
+             * overlap: the op is latency-bound */
+            VT x[Rows::kUnroll];
+            if (lane_live)
+                load_round<Rows>(x, reinterpret_cast<const VT *>(h) + c_first, tc + lane_r, te, R,
+                                 G);
+            stage_stats<Rows>(st, stats, tc, te, H, eps);
+            if (lane_r < R)
+                for (int c = c_first; c < G_kept; c += c_step) {
+                    float acc[V] = {};
+                    const VT *col = reinterpret_cast<const VT *>(h) + c;
+                    for (int32_t t = tc + lane_r; t < te; t += Rows::kUnroll * R) {
+                        if (c != c_first || t != tc + lane_r)
+                            load_round<Rows>(x, col, t, te, R, G);
 #pragma unroll
-                            for (int u = 0; u < Rows::kUnroll; u++)
-                                if (t + u * R < te)
-                                    x[u] = col[(int64_t)(t + u * R) * G];
-#pragma unroll
-                            for (int u = 0; u < Rows::kUnroll; u++)
-                                if (t + u * R < te)
-                                    Rows::add(acc, x[u], st[t + u * R - tc]);
-                        }
-#pragma unroll
-                        for (int j = 0; j < V; j++) {
-                            float &p = part[lane_r * H + c * V + j];
-                            p = tc == t0 ? acc[j] : p + acc[j];
-                        }
+                        for (int u = 0; u < Rows::kUnroll; u++)
+                            if (t + u * R < te)
+                                Rows::add(acc, x[u], st[t + u * R - tc]);
                     }
-                __syncthreads(); /* st is restaged; part is read below */
-                if (te == t1)
-                    break;
-            }
-        } else {
-            const int32_t t = mode == KERN_POOL_CLS ? t0 : t1 - 1;
-            stage_stats<Rows>(st, stats, t, t + 1, H, eps);
-        }
-        /* each thread keeps its columns in registers until the norm is known and stores each
-         * once: out may be mapped host memory (the engine's staging slot), where a
-         * read-modify-write is a PCIe round trip per thread */
-        const float inv_len = 1.0f / (float)(t1 - t0);
-        float v[kMaxDimsPerThread];
-        float ss = 0.f;
 #pragma unroll
-        for (int i = 0; i < kMaxDimsPerThread; i++) {
-            const int32_t d = threadIdx.x + i * kThreads;
-            v[i] = 0.f;
-            if (d < D) {
-                if (mode == KERN_POOL_MEAN) {
-                    for (int r = 0; r < R; r++)
-                        v[i] += part[r * H + d];
-                    v[i] *= inv_len;
-                } else {
-                    v[i] =
-                        Rows::at(h, (int64_t)(mode == KERN_POOL_CLS ? t0 : t1 - 1) * H + d, st[0]);
+                    for (int j = 0; j < V; j++) {
+                        float &p = part[lane_r * H + c * V + j];
+                        p = tc == ra ? acc[j] : p + acc[j];
+                    }
                 }
-                v[i] = Rows::affine(v[i], gamma, beta, d);
-                ss += v[i] * v[i];
+            __syncthreads(); /* st is restaged; part is read below */
+        }
+        /* this CTA's sums per kept column (0 without tokens) */
+        for (int32_t d = (int32_t)threadIdx.x; d < D; d += kThreads) {
+            float v = 0.f;
+            if (ra < rb)
+                for (int r = 0; r < R; r++)
+                    v += part[r * H + d];
+            csum[d] = v;
+        }
+        kern::cluster_barrier_own_smem(); /* every CTA's csum readable by CTA 0 */
+        if (rank == 0) {
+            const float inv_len = 1.0f / (float)(b - a);
+            const float *peer[kCluster];
+#pragma unroll
+            for (int q = 0; q < kCluster; q++)
+                peer[q] = cluster.map_shared_rank(csum, q);
+            float v[kMaxDimsPerThread];
+            float ss = 0.f;
+#pragma unroll
+            for (int i = 0; i < kMaxDimsPerThread; i++) {
+                const int32_t d = threadIdx.x + i * kThreads;
+                v[i] = 0.f;
+                if (d < D) {
+#pragma unroll
+                    for (int q = 0; q < kCluster; q++)
+                        v[i] += peer[q][d];
+                    v[i] = Rows::affine(v[i] * inv_len, gamma, beta, d);
+                    ss += v[i] * v[i];
+                }
+            }
+            float scale = 1.f;
+            if (norm) {
+                ss = kern::warp_sum(ss);
+                if (threadIdx.x % 32 == 0)
+                    red[threadIdx.x / 32] = ss;
+                __syncthreads();
+                float tot = 0.f;
+#pragma unroll
+                for (int w = 0; w < kThreads / 32; w++)
+                    tot += red[w];
+                scale = 1.0f / fmaxf(sqrtf(tot), 1e-12f);
+            }
+            float *o = out + (int64_t)s * D;
+#pragma unroll
+            for (int i = 0; i < kMaxDimsPerThread; i++) {
+                const int32_t d = threadIdx.x + i * kThreads;
+                if (d < D)
+                    o[d] = v[i] * scale;
             }
         }
-        float scale = 1.f;
-        if (norm) {
-            ss = kern::warp_sum(ss);
-            if (threadIdx.x % 32 == 0)
-                red[threadIdx.x / 32] = ss;
-            __syncthreads();
-            float tot = 0.f;
-#pragma unroll 8
-            for (int w = 0; w < kThreads / 32; w++)
-                tot += red[w];
-            scale = 1.0f / fmaxf(sqrtf(tot), 1e-12f);
-        }
-#pragma unroll
-        for (int i = 0; i < kMaxDimsPerThread; i++) {
-            const int32_t d = threadIdx.x + i * kThreads;
-            if (d < D)
-                o[d] = v[i] * scale;
-        }
-        __syncthreads(); /* part, st and red are reused by the next sequence */
+        /* CTA 0 has read every csum (and red) before the next sequence rewrites them */
+        kern::cluster_barrier_relaxed();
     }
 }
 
@@ -241,9 +268,9 @@ int s_launch(float *out, const typename Rows::In *h, const float *stats, const f
              const float *beta, float eps, const int32_t *cu, const int32_t *n_seqs,
              const int32_t *out_dim, const int32_t *normalize, int32_t max_seqs, int32_t hidden,
              kern_pool_mode_t mode, cudaStream_t stream, com_error_t *err) {
-    const size_t smem = (size_t)row_lanes(hidden, Rows::kV) * hidden * sizeof(float) +
-                        (Rows::kStats ? kThreads * sizeof(float2) : 0);
-    if (smem > 200 * 1024 || hidden > kMaxDimsPerThread * kThreads)
+    const size_t smem = (Rows::kStats ? kThreads * sizeof(float2) : 0) +
+                        (size_t)(row_lanes(hidden, Rows::kV) + 1) * hidden * sizeof(float);
+    if (hidden > kMaxDimsPerThread * kThreads)
         return com_error_set(err, COM_EUNSUPPORTED, "pool%s_cuda: hidden %d too wide (at most %d)",
                              Rows::kStats ? "_folded" : "", (int)hidden,
                              kMaxDimsPerThread * kThreads);
@@ -251,12 +278,12 @@ int s_launch(float *out, const typename Rows::In *h, const float *stats, const f
         KERN_CUDA_TRY(cudaFuncSetAttribute(k_pool<Rows>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
                       err);
-    /* grid-stride over sequences: a few waves of blocks at most (idle 1024-thread blocks are
-     * not free) */
-    const unsigned blocks = (unsigned)(max_seqs < 512 ? max_seqs : 512);
-    KERN_CUDA_TRY(kern::launch(k_pool<Rows>, dim3(blocks), dim3(kThreads), smem, stream, out, h,
-                               stats, gamma, beta, eps, cu, n_seqs, out_dim, normalize, hidden,
-                               (int)mode),
+    /* grid-stride over sequences: a few waves of clusters at most */
+    const unsigned seq_slots = (unsigned)(max_seqs < 128 ? max_seqs : 128);
+    KERN_CUDA_TRY(kern::launch_cluster(k_pool<Rows>, dim3(kCluster, seq_slots),
+                                       dim3(kCluster, 1, 1), dim3(kThreads), smem, stream, out, h,
+                                       stats, gamma, beta, eps, cu, n_seqs, out_dim, normalize,
+                                       hidden, (int)mode),
                   err);
     return 0;
 }

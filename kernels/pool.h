@@ -36,11 +36,11 @@ void kern_pool_ref(float *out,                /* [n_seqs, out_dim], host, fp32 *
 /* CUDA (pool.cu): the same op on the device, with every per-batch number read from device
  * memory so one CUDA graph serves any batch: *n_seqs sequences (at most max_seqs), *out_dim kept
  * dims (1..hidden), *normalize (0/1). out is packed [*n_seqs, *out_dim] fp32. h is the fp32 final
- * hidden state. One block per sequence (grid-stride), threads over dims, L2 by a block
- * reduction. cu_seqlens, *n_seqs, *out_dim and *normalize may be read before the kernel's PDL
- * wait (kernels/kern_cuda_dev.cuh), so the grid launched just before it on the stream must not
- * write them (h may be its output). Returns 0, COM_EINVAL, COM_EUNSUPPORTED (hidden > 8192) or
- * COM_EINTERNAL. Enqueued on stream. */
+ * hidden state. A cluster of 8 CTAs per sequence (grid-stride), each summing a part of its
+ * tokens, CTA 0 adding the parts and normalising (pool.cu). cu_seqlens, *n_seqs, *out_dim and
+ * *normalize may be read before the kernel's PDL wait (kernels/kern_cuda_dev.cuh), so the grid
+ * launched just before it on the stream must not write them (h may be its output). Returns 0,
+ * COM_EINVAL, COM_EUNSUPPORTED (hidden > 8192) or COM_EINTERNAL. Enqueued on stream. */
 int kern_pool_cuda(float *out,                /* [max_seqs * hidden] capacity, device fp32 */
                    const float *h,            /* [n_tokens, hidden], device fp32 */
                    const int32_t *cu_seqlens, /* [n_seqs + 1], device */

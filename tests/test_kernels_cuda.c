@@ -1228,9 +1228,10 @@ static void test_attention(void) {
  * (past one chunk of statistics); hidden 64 to 1024 (128 to 8 row lanes); dim 37 keeps part of a
  * column group. */
 static void test_pool_folded_dt(kern_dtype_t dt) {
-    static const int32_t lens[] = {1, 7, 130, 512, 1, 1030};
-    const int32_t ns = 6;
-    int32_t cu[7];
+    /* 2300: a CTA's part of it (8 per sequence) spans two chunks of statistics */
+    static const int32_t lens[] = {1, 7, 130, 512, 1, 1030, 2300};
+    const int32_t ns = 7;
+    int32_t cu[8];
     const int32_t n = s_cu(lens, ns, cu);
     static const int32_t hiddens[] = {64, 384, 768, 1024};
     const bool f16 = dt == KERN_DTYPE_F16;
