@@ -44,13 +44,15 @@ build() { # name rev targets...
 }
 build bin0 main bench_engine_cuda
 build binF fuse-attn kernels_cuda bench_kernels_cuda bench_engine_cuda engine_cuda
-build binX ffn-fused ffn_fused_cuda ember_kernels_cuda
-# the helper's timing harness (not part of the tree): the fused FFN against the two folded GEMMs
+build binX ffn-fused ffn_fused_cuda
+# the helper's timing harness (not part of the tree; C, linked like the tests): the fused FFN
+# against the two folded GEMMs (built this way here, session 20)
 d=build-next/binX
-nvcc -O3 -std=c++17 --generate-code=arch=compute_90a,code=sm_90a -DEMBER_HAVE_CUDA=1 -I"$d" \
-    -x cu "$here/ffn/ffn_time.c" -o .gpucarry/binX/ffn_time "$d/build/kernels/libember_kernels_cuda.a" \
-    "$d/build/kernels/libember_kernels_ref.a" "$d/build/common/libember_common.a" -lcublasLt -lcublas \
-    -lcuda -lopenblas -lm
+gcc -O2 -std=c11 -DEMBER_HAVE_CUDA=1 -I"$d" -I/usr/local/cuda/include "$here/ffn/ffn_time.c" \
+    -o .gpucarry/binX/ffn_time "$d/build/kernels/libember_kernels_cuda.a" \
+    "$d/build/kernels/libember_kernels_ref.a" "$d/build/common/libember_common.a" \
+    -L/usr/local/cuda/lib64 -lcudart_static -lcublasLt -lcublas -lcuda -lopenblas -lstdc++ -lm \
+    -lpthread -ldl -lrt
 cp "$here"/next1.sh "$here"/next2.sh .gpucarry/
 pack() { local out=.gpupack/$1; shift; tar cf - -C .gpucarry "$@" | xz -T"$(nproc)" -6 >"$out"; ls -la "$out"; }
 pack s21.tar.xz lib bin0 binF next1.sh
