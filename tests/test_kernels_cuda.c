@@ -1221,14 +1221,14 @@ static void test_attention(void) {
  * dt, as a folded sublayer end writes them; the reference normalises the rounded x with those
  * partials (kern_row_stats_normalize_ref) and pools it. Both sides get the same statistics bits
  * (row_stats.h's fixed order) and the same x, so only the fp32 rounding order differs: the mean's
- * summation (row lanes and 1024-token chunks against one serial sum) and gamma / beta applied
- * once to the pooled value rather than to every token. An fp32 emulation of the kernel's order on
- * these cases stays within 1.4e-6 of the reference (outputs of rms ~0.6; 1e-7 normalised), so
- * 1e-5 relative plus 1e-5 x the reference's rms leaves a margin of 5 or more. Lengths 1 to 1030
- * (past one chunk of statistics); hidden 64 to 1024 (128 to 8 row lanes); dim 37 keeps part of a
- * column group. */
+ * summation (row lanes, 256-token chunks and the 8 CTAs' parts against one serial sum) and
+ * gamma / beta applied once to the pooled value rather than to every token. An fp32 emulation of
+ * the kernel's order on these cases stays within 1.4e-6 of the reference (outputs of rms ~0.6; 1e-7
+ * normalised), so 1e-5 relative plus 1e-5 x the reference's rms leaves a margin of 5 or more
+ * (measured with the one-block kernel; the cluster adds 8 partial sums in rank order). Lengths 1 to
+ * 2300 (shorter than the cluster: CTAs without tokens; 2300: a CTA's part past one chunk of
+ * statistics); hidden 64 to 1024 (32 to 2 row lanes); dim 37 keeps part of a column group. */
 static void test_pool_folded_dt(kern_dtype_t dt) {
-    /* 2300: a CTA's part of it (8 per sequence) spans two chunks of statistics */
     static const int32_t lens[] = {1, 7, 130, 512, 1, 1030, 2300};
     const int32_t ns = 7;
     int32_t cu[8];
