@@ -6,21 +6,22 @@
  * one path: the tokens [a, b) pooled are split into kCluster contiguous parts, one per CTA. In a
  * CTA the threads form R row lanes of H / V column groups (V values per vector load: 4 floats,
  * or 8 16-bit values when folded; R = 5 at H = 384 folded); lane r sums the tokens ra + r,
- * ra + r + R, ... of its part with kUnroll = 8 loads in flight per thread into its own row of
- * shared memory; after a barrier the CTA's R partial rows are added per column (csum), a cluster
- * barrier publishes csum, and CTA 0 adds the kCluster vectors in rank order (distributed shared
- * memory), scales by 1/(b - a), applies the affine, reduces the squares and stores every output
- * once, scaled by 1/max(norm, 1e-12) (out may be mapped host memory, where a read-modify-write is
- * a PCIe round trip per thread). The order of every sum is fixed: deterministic.
- * Why a cluster: the op is latency- and per-SM-bandwidth-bound. One 1024-thread block per
- * sequence (session 19's kernel) took 5.8 us after its PDL wait for MiniLM's 1 x 128 tokens in
- * the engine's graph (statistics 1.2, two rounds of row loads 2.7 = 98 KB through one SM, column
- * sums of 21 lanes 1.2, norm 0.5: %globaltimer marks, session 20); split over 8 SMs each CTA
+ * ra + r + R, ... of its part with kUnroll loads in flight per thread (8 of 16 bytes folded) into
+ * its own row of shared memory; after a barrier the CTA's R partial rows are added per column
+ * (csum), a cluster barrier publishes csum, and CTA 0 adds the kCluster vectors in rank order
+ * (distributed shared memory), scales by 1/(b - a), applies the affine, reduces the squares and
+ * stores every output once, scaled by 1/max(norm, 1e-12) (out may be mapped host memory, where a
+ * read-modify-write is a PCIe round trip per thread). The order of every sum is fixed:
+ * deterministic. Why a cluster: the op is latency- and per-SM-bandwidth-bound. One 1024-thread
+ * block per sequence (session 19's kernel) took 5.8 us after its PDL wait for MiniLM's 1 x 128
+ * tokens in the engine's graph (statistics 1.2, two rounds of row loads 2.7 = 98 KB through one SM,
+ * column sums of 21 lanes 1.2, norm 0.5: %globaltimer marks, session 20); split over 8 SMs each CTA
  * loads 16 rows in one round, its first round issued before the statistics are staged: the
  * kernel adds 5.3 us to the graph (was 6.5; BERT-base 5.8, was 7.4: CUPTI trace, session 20).
- * Where many sequences make many clusters it is slower than one block per sequence was (16384
- * tokens in ~60 sequences of 32-512: 14.6 us against 11.8; 128 registers, 2 CTAs per SM): the
- * engine's ragged passes were even (docs/benchmarks.md, twentieth round).
+ * CTA 0 keeps the pooled values in its own csum, so the kernel needs 80 registers and 3 CTAs fit
+ * an SM: the buckets of many sequences run in fewer waves (the first version, 128 registers and
+ * 2 CTAs per SM, took 14.6 us for 16384 tokens in ~60 sequences of 32-512, against 11.8 for one
+ * 1024-thread block per sequence). NOT YET RUN ON A GPU (session 20 ran out of device time).
  *
  * Folded (kern_pool_folded_cuda): the same kernel over a 16-bit pre-LN stream x and its row
  * statistics (kernels/row_stats.h); only the reading of a row differs (the Rows policies below).
@@ -29,8 +30,8 @@
  * CTA, by one thread (kern::row_stats_one, the bits of every other consumer) into shared memory,
  * for up to kThreads tokens at a time (a chunk; the sums continue in the partial rows across
  * chunks). Shared memory: kThreads float2 (statistics) + R x H floats (partial rows, 8 KiB when
- * H / V <= kThreads) + H floats (csum). Hidden <= 8192 (kMaxDimsPerThread dims per thread of
- * CTA 0 in registers until the norm is known). Every per-batch number (n_seqs, out_dim,
+ * H / V <= kThreads) + H floats (csum, where CTA 0 keeps the pooled values until the norm is
+ * known). Hidden <= 8192. Every per-batch number (n_seqs, out_dim,
  * normalize) comes from device memory, so the launch (grid kCluster x min(max_seqs, 128)) is the
  * same for every batch of a bucket.
  *
@@ -48,8 +49,8 @@ namespace cg = cooperative_groups;
 
 constexpr int kThreads = 256;
 constexpr int kCluster = 8; /* CTAs per sequence */
-/* kept dims per thread of CTA 0, in registers until the norm is known: hidden <= 8192 */
-constexpr int kMaxDimsPerThread = 32;
+/* widest hidden size: shared memory of (R + 1) x hidden floats + the statistics <= 66 KiB */
+constexpr int kMaxHidden = 8192;
 
 /* Row lanes of a block for hidden size H read V values at a time: threads form R lanes of H / V
  * column groups (R >= 1; a single lane loops over the groups when they outnumber the threads). */
@@ -78,7 +79,7 @@ template <int V> struct RowsF32 { /* the fp32 hidden state as it is */
     using In = float;
     using VT = typename Vec<V>::T;
     static constexpr int kV = V;
-    static constexpr int kUnroll = 8;
+    static constexpr int kUnroll = 6; /* 8 spill at 3 CTAs per SM (80 registers) */
     static constexpr bool kStats = false;
     __device__ static void add(float *acc, VT x, float2) {
         Vec<V>::add(acc, x);
@@ -132,7 +133,7 @@ __device__ __forceinline__ void load_round(typename Rows::VT (&x)[Rows::kUnroll]
 }
 
 template <class Rows>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 3) /* 80 registers: 3 CTAs per SM */
     k_pool(float *__restrict__ out, const typename Rows::In *__restrict__ h,
            const float *__restrict__ stats, const float *__restrict__ gamma,
            const float *__restrict__ beta, float eps, const int32_t *__restrict__ cu,
@@ -219,24 +220,22 @@ __global__ void __launch_bounds__(kThreads)
         }
         kern::cluster_barrier_own_smem(); /* every CTA's csum readable by CTA 0 */
         if (rank == 0) {
+            /* the pooled values replace CTA 0's own csum (each read only by the thread that
+             * owns its column) until the norm is known; then every output is stored once */
             const float inv_len = 1.0f / (float)(b - a);
             const float *peer[kCluster];
 #pragma unroll
             for (int q = 0; q < kCluster; q++)
                 peer[q] = cluster.map_shared_rank(csum, q);
-            float v[kMaxDimsPerThread];
             float ss = 0.f;
+            for (int32_t d = (int32_t)threadIdx.x; d < D; d += kThreads) {
+                float v = 0.f;
 #pragma unroll
-            for (int i = 0; i < kMaxDimsPerThread; i++) {
-                const int32_t d = threadIdx.x + i * kThreads;
-                v[i] = 0.f;
-                if (d < D) {
-#pragma unroll
-                    for (int q = 0; q < kCluster; q++)
-                        v[i] += peer[q][d];
-                    v[i] = Rows::affine(v[i] * inv_len, gamma, beta, d);
-                    ss += v[i] * v[i];
-                }
+                for (int q = 0; q < kCluster; q++)
+                    v += peer[q][d];
+                v = Rows::affine(v * inv_len, gamma, beta, d);
+                csum[d] = v;
+                ss += v * v;
             }
             float scale = 1.f;
             if (norm) {
@@ -251,12 +250,8 @@ __global__ void __launch_bounds__(kThreads)
                 scale = 1.0f / fmaxf(sqrtf(tot), 1e-12f);
             }
             float *o = out + (int64_t)s * D;
-#pragma unroll
-            for (int i = 0; i < kMaxDimsPerThread; i++) {
-                const int32_t d = threadIdx.x + i * kThreads;
-                if (d < D)
-                    o[d] = v[i] * scale;
-            }
+            for (int32_t d = (int32_t)threadIdx.x; d < D; d += kThreads)
+                o[d] = csum[d] * scale;
         }
         /* CTA 0 has read every csum (and red) before the next sequence rewrites them */
         kern::cluster_barrier_relaxed();
@@ -270,10 +265,9 @@ int s_launch(float *out, const typename Rows::In *h, const float *stats, const f
              kern_pool_mode_t mode, cudaStream_t stream, com_error_t *err) {
     const size_t smem = (Rows::kStats ? kThreads * sizeof(float2) : 0) +
                         (size_t)(row_lanes(hidden, Rows::kV) + 1) * hidden * sizeof(float);
-    if (hidden > kMaxDimsPerThread * kThreads)
+    if (hidden > kMaxHidden)
         return com_error_set(err, COM_EUNSUPPORTED, "pool%s_cuda: hidden %d too wide (at most %d)",
-                             Rows::kStats ? "_folded" : "", (int)hidden,
-                             kMaxDimsPerThread * kThreads);
+                             Rows::kStats ? "_folded" : "", (int)hidden, kMaxHidden);
     if (smem > 48 * 1024)
         KERN_CUDA_TRY(cudaFuncSetAttribute(k_pool<Rows>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
