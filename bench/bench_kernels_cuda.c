@@ -5,7 +5,11 @@
  * launches of one kernel, median of 15 such samples, on seeded random data; prints a table (us per
  * launch, and GB/s or TFLOP/s) and writes JSON. Usage: bench_kernels_cuda OUT.json [REPS]. One
  * stream, one thread. The attention kernels run in bf16 and in binary16 ("attention mma f16",
- * "attention wgmma f16"), the other kernels in bf16. bench_kernels_cuda gemms OUT.json: every GEMM
+ * "attention wgmma f16"), the other kernels in bf16; at MiniLM's 1 x 128 and 1 x 64 tokens also
+ * the fused QKV projection + attention ("qkv+attention fused", qkv_attention.cu; plain and with
+ * the folded LayerNorm, "fold") beside the pair it replaces ("qkv+attention pair": the tuned QKV
+ * plan, then kern_attention_cuda; one row = one pair).
+ * bench_kernels_cuda gemms OUT.json: every GEMM
  * candidate (cuBLASLt's first choice and each of our configurations that can run the shape) at the
  * engine's four GEMMs of both shapes and 128 to 16,384 tokens, plus the output and FFN-down GEMMs
  * with the bias + residual + LayerNorm epilogue the engine runs ("out+ln", "ffn2+ln", fp32
@@ -35,6 +39,7 @@
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
+#include "kernels/qkv_attention.h"
 #include "kernels/row_stats.h"
 #include "worker/model_bert_cuda.h"
 
@@ -328,7 +333,7 @@ int main(int argc, char **argv) {
         }
         return s_gemm_candidates(argv[2], &f, st, e0, e1, lt, ws, ws_bytes, &rng);
     }
-    row_t rows[128];
+    row_t rows[160];
     int n_rows = 0;
     static const int32_t shapes[2][4] = {{384, 12, 32, 1536}, {768, 12, 64, 3072}};
     static const char *names[2] = {"minilm", "bert-base"};
@@ -444,6 +449,74 @@ int main(int argc, char **argv) {
                                                        d_n, T, st, &e_)));
                 snprintf(rows[n_rows - 1].name, sizeof rows[0].name, "%s T=%d %s", names[m], (int)T,
                          att_n[a]);
+            }
+            if (m == 0 && ti == 0) {
+                /* the fused QKV projection + attention of short buckets (qkv_attention.cu) beside
+                 * the pair it replaces (the tuned QKV plan, then kern_attention_cuda), plain and
+                 * with the folded LayerNorm (in_stats: blocks of mean 0, variance 1), 1 x 128 and
+                 * 1 x 64 tokens */
+                const int32_t cu64[2] = {0, 64};
+                const size_t n_part = (size_t)T * (H / KERN_STATS_COLS) * 2;
+                float *part_h = malloc(n_part * 4), *c_h = malloc((size_t)3 * H * 4);
+                for (size_t i = 0; i < n_part; i++)
+                    part_h[i] = i % 2 ? (float)KERN_STATS_COLS : 0.f;
+                for (int32_t i = 0; i < 3 * H; i++)
+                    c_h[i] = 0.01f * (float)(i % 7);
+                int32_t *d_cu64 = NULL;
+                float *d_part = NULL, *d_c = NULL;
+                KERN_CUDA_FATAL(cudaMalloc((void **)&d_cu64, sizeof cu64));
+                KERN_CUDA_FATAL(cudaMalloc((void **)&d_part, n_part * 4));
+                KERN_CUDA_FATAL(cudaMalloc((void **)&d_c, (size_t)3 * H * 4));
+                KERN_CUDA_FATAL(cudaMemcpy(d_cu64, cu64, sizeof cu64, cudaMemcpyHostToDevice));
+                KERN_CUDA_FATAL(cudaMemcpy(d_part, part_h, n_part * 4, cudaMemcpyHostToDevice));
+                KERN_CUDA_FATAL(cudaMemcpy(d_c, c_h, (size_t)3 * H * 4, cudaMemcpyHostToDevice));
+                free(part_h), free(c_h);
+                const kern_linear_ln_t lnf = {.eps = 1e-12f, .in_stats = d_part, .c = d_c};
+                for (int q = 0; q < 2; q++)
+                    for (int fold = 0; fold < 2; fold++) {
+                        const int32_t Tq = q ? 64 : 128, *cuq = q ? d_cu64 : d_cu;
+                        const int32_t *nq = q ? d_cu64 + 1 : d_n; /* 64 tokens, or T = 128 */
+                        const double flop = 2.0 * Tq * H * 3 * H + 4.0 * Tq * Tq * H;
+                        const kern_linear_ln_t *lq = fold ? &lnf : NULL;
+                        kern_linear_plan_t *p = NULL;
+                        S_OK(kern_linear_plan_new(lt, Tq, H, 3 * H,
+                                                  fold ? KERN_LINEAR_LN_BIAS : KERN_LINEAR_BIAS,
+                                                  ws_bytes, 0, KERN_DTYPE_BF16, &p, &e_));
+                        S_OK(kern_linear_plan_tune(lt, p, y, x, wqkv, b, lq, ws, ws_bytes, st, NULL,
+                                                   &e_));
+                        snprintf(label, sizeof label, "%s T=%d qkv+attention pair%s", names[m],
+                                 (int)Tq, fold ? " fold" : "");
+                        printf("%s: QKV %s\n", label, kern_linear_plan_describe(p));
+                        S_TIME(
+                            label, flop / 1e3, "TFLOP/s",
+                            S_OK(kern_linear_cuda(lt, p, y, x, wqkv, b, lq, ws, ws_bytes, st, &e_));
+                            S_OK(kern_attention_cuda(&ap, KERN_DTYPE_BF16, hb, H, y, 3 * H, y + H,
+                                                     3 * H, y + 2 * H, 3 * H, cuq, d_ts, nq, Tq, st,
+                                                     &e_)));
+                        kern_linear_plan_destroy(&p);
+                        const kern_qkv_attention_args_t qa = {.dtype = KERN_DTYPE_BF16,
+                                                              .out = hb,
+                                                              .ldo = H,
+                                                              .x = x,
+                                                              .w = wqkv,
+                                                              .b = b,
+                                                              .in_stats = fold ? d_part : NULL,
+                                                              .c = fold ? d_c : NULL,
+                                                              .eps = 1e-12f,
+                                                              .cu_seqlens = cuq,
+                                                              .tok_seq = d_ts,
+                                                              .n_tokens = nq,
+                                                              .max_tokens = Tq,
+                                                              .hidden = H,
+                                                              .n_heads = nh,
+                                                              .head_dim = hd,
+                                                              .scale = ap.scale};
+                        snprintf(label, sizeof label, "%s T=%d qkv+attention fused%s", names[m],
+                                 (int)Tq, fold ? " fold" : "");
+                        S_TIME(label, flop / 1e3, "TFLOP/s",
+                               S_OK(kern_qkv_attention_cuda(&qa, st, &e_)));
+                    }
+                cudaFree(d_cu64), cudaFree(d_part), cudaFree(d_c);
             }
             S_TIME(L("bias_gelu"), (double)T * I * 4, "GB/s",
                    S_OK(kern_bias_gelu_cuda(y, b, T, d_n, I, KERN_DTYPE_BF16, st, &e_)));

@@ -195,9 +195,12 @@ static void test_residual_range(const char *dir, const char *scratch) {
 }
 
 /* The GEMM plans of an engine whose buckets step by 64 tokens: 4 per bucket, and the folded QKV
- * (layers >= 1) of each folded bucket (fold auto, the default: up to 128 tokens). */
+ * (layers >= 1) of each folded bucket (fold auto, the default: up to 128 tokens), less both QKV
+ * plans of each bucket whose QKV + attention run fused (fuse auto: up to 128 tokens). */
 static int32_t s_plans(const wrk_cuda_stats_t *st) {
-    return 4 * st->n_buckets + st->fold_max / 64;
+    const int32_t fused = st->fuse_max / 64,
+                  fused_folded = (st->fuse_max < st->fold_max ? st->fuse_max : st->fold_max) / 64;
+    return 4 * st->n_buckets + st->fold_max / 64 - fused - fused_folded;
 }
 
 /* The GEMM tuning cache (worker/tune_cache.h) through real engines: the first start times
@@ -382,7 +385,8 @@ static void test_device_options(const char *dir) {
         "cuda:0,lanes=0",           "cuda:0,lanes=5",      "cuda:0,lanes=",
         "cuda:0,lanes=2x",          "cuda:0,dtype=fp16",   "cuda:0,fold=yes",
         "cuda:0,fold_max=0",        "cuda:0,fold_max=-64", "cuda:0,fold_max=12x",
-        "cuda:0,fold_max=99999999", "cuda:0,fold_max=",    "cuda:0,fold_max=1048577"};
+        "cuda:0,fold_max=99999999", "cuda:0,fold_max=",    "cuda:0,fold_max=1048577",
+        "cuda:0,fuse=on",           "cuda:0,fuse="};
     com_error_t err = {0};
     wrk_engine_t *e = NULL;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -391,7 +395,8 @@ static void test_device_options(const char *dir) {
         CHECK_MSG(rc == COM_EINVAL && e == NULL && strstr(err.msg, "device option"),
                   "device \"%s\" is rejected as an option: rc %d (%s)", bad[i], rc, err.msg);
     }
-    wrk_engine_opts_t good = {"cuda:0,lanes=4,fold_max=1048576,tune=off,graphs=off", 0, 1024};
+    wrk_engine_opts_t good = {"cuda:0,lanes=4,fold_max=1048576,tune=off,graphs=off,fuse=auto", 0,
+                              1024};
     const int rc = wrk_engine_new(dir, &good, &e, &err);
     CHECK_MSG(rc != COM_EINVAL, "\"%s\" is well-formed: rc %d (%s)", good.device, rc, err.msg);
     wrk_engine_destroy(&e);
@@ -588,11 +593,11 @@ int main(void) {
                  {"cuda:0,graphs=all", 1, 1024, 9, 2, 1},
                  {"cuda:0,fold=off,tune=off,graphs=off", 2, 4096, 9, 2, 1},
                  {"cuda:0,graphs=lazy,fold_max=128", 0, 600, 40, 2, 1},
-                 {"cuda:0,pdl=off,graphs=all", 1, 1024, 9, 2, 1},
+                 {"cuda:0,pdl=off,graphs=all,fuse=off", 1, 1024, 9, 2, 1},
                  {"cuda:0,dtype=bf16,residual=bf16", 0, 4096, 200, 1, 0},
                  {"cuda:0,residual=f32,pdl=on,tune=on", 0, 4096, 9, 0, 1},
                  {"cuda:0,residual=f16,graphs=all,dtype=bf16", 1, 1024, 200, 2, 0},
-                 {"cuda:0,dtype=bf16,residual=f32,graphs=off", 2, 4096, 9, 0, 0},
+                 {"cuda:0,dtype=bf16,residual=f32,graphs=off,fuse=off", 2, 4096, 9, 0, 0},
                  {"cuda:0,residual=auto,graphs=off,dtype=f16", 2, 4096, 200, 2, 1},
                  {"cuda:0,dtype=bf16,graphs=off", 2, 4096, 200, 2, 0}};
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
@@ -615,11 +620,14 @@ int main(void) {
                                           !strstr(modes[m].device, "residual=f32")
                                       ? (fm ? atoi(fm + 9) : WRK_BERT_FOLD_MAX_DEFAULT)
                                       : 0;
+        /* QKV + attention fused at the buckets of up to 128 tokens unless fuse=off (Hopper) */
+        const int32_t want_fuse = strstr(modes[m].device, "fuse=off") ? 0 : 128;
         CHECK_MSG(st.residual == modes[m].residual && st.dtype == modes[m].dtype &&
-                      st.fold_max == want_fold,
-                  "%s: residual type %d, dtype %d, folded to %d, want %d, %d, %d", modes[m].device,
-                  (int)st.residual, (int)st.dtype, (int)st.fold_max, (int)modes[m].residual,
-                  (int)modes[m].dtype, (int)want_fold);
+                      st.fold_max == want_fold && st.fuse_max == want_fuse,
+                  "%s: residual type %d, dtype %d, folded to %d, fused to %d, want %d, %d, %d, %d",
+                  modes[m].device, (int)st.residual, (int)st.dtype, (int)st.fold_max,
+                  (int)st.fuse_max, (int)modes[m].residual, (int)modes[m].dtype, (int)want_fold,
+                  (int)want_fuse);
         if (modes[m].graph_mode == 1)
             CHECK_MSG(st.n_graphs == st.n_buckets * st.n_slots * st.n_lanes && st.n_buckets == 16,
                       "capture at start: %d graphs for %d buckets x %d slots x %d lanes",

@@ -31,6 +31,7 @@
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
+#include "kernels/qkv_attention.h"
 #include "kernels/row_stats.h"
 #include "tests/test_util.h"
 
@@ -1215,6 +1216,243 @@ static void test_attention(void) {
     cudaFree(dummy);
 }
 
+/* ---- fused QKV projection + attention (qkv_attention.cu; compute capability 9.0 only) ---- */
+/* Against an independent host reference: kern_linear_ref (x W^T + b, or the folded LayerNorm's
+ * rstd (x W^T - mean c) + b with mean / rstd from kern_row_stats_finish_ref over the same
+ * partials the kernel reads), Q / K / V rounded to the dtype (as the unfused QKV GEMM stores
+ * them), then kern_attention_ref; tolerances as test_attention's. x is uniform in [-2, 2] (plus a
+ * per-row offset in [-1.5, 1.5] when folded, c the rows' sums of W), W uniform in
+ * +-1.5 / sqrt(hidden) (Q, K, V of rms ~1, logits of rms ~1 at scale 1 / sqrt(head_dim)), b in
+ * [-0.5, 0.5]. The rows past n_tokens are stale: x and in_stats NaN, tok_seq naming sequence 0
+ * (a kernel that took them for keys of sequence 0 would be off); the output is poisoned, and
+ * everything outside rows < n_tokens x columns < hidden (ldo = hidden + 8 in every other case)
+ * must stay so. Buckets 1..128 (one warp group up to 64 rows, two above), layouts from a single
+ * token to one sequence filling the bucket, n_tokens below and at the bucket (and 0); shapes:
+ * MiniLM (384 = 12 x 32), 4 x 32, 24 x 32 and 12 x 64 (x and W stream through the ring of
+ * stages: 12 slices), 4 x 64. Each run twice: the same bits. */
+static float s_round16(float v, kern_dtype_t dt) {
+    return dt == KERN_DTYPE_F16 ? com_half_to_f32(com_half_from_f32(v))
+                                : kern_bf16_to_f32(kern_bf16_from_f32(v));
+}
+
+static void test_qkv_attention_dt(kern_dtype_t dt) {
+    static const int32_t shapes[][3] = {
+        {384, 12, 32}, {128, 4, 32}, {768, 24, 32}, {256, 4, 64}, {768, 12, 64}};
+    /* max_tokens, n_seqs, the sequences' lengths */
+    static const int32_t cases[][8] = {{1, 1, 1},
+                                       {7, 3, 1, 2, 3},
+                                       {7, 1, 7},
+                                       {64, 1, 64},
+                                       {64, 4, 1, 2, 30, 20},
+                                       {65, 1, 65},
+                                       {65, 2, 64, 1},
+                                       {65, 2, 1, 63},
+                                       {100, 4, 1, 2, 40, 50},
+                                       {100, 1, 100},
+                                       {128, 1, 128},
+                                       {128, 5, 1, 2, 60, 64, 1},
+                                       {128, 4, 3, 70, 2, 1},
+                                       {128, 1, 1},
+                                       {128, 0}};
+    const bool h16 = dt == KERN_DTYPE_F16;
+    const double atol = s_tol16(dt), rtol = 2 * s_tol16(dt);
+    const float eps = 1e-12f;
+    int n_runs = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int32_t H = shapes[si][0], nh = shapes[si][1], hd = shapes[si][2], H3 = 3 * H;
+        CHECK(kern_qkv_attention_supported(128, H, nh, hd));
+        const float wsc = 1.5f / sqrtf((float)H);
+        float *w = s_rand_16((size_t)H3 * H, -wsc, wsc, dt), *b = s_rand_16(H3, -0.5f, 0.5f, dt);
+        float *c = malloc((size_t)H3 * sizeof *c);
+        for (int32_t j = 0; j < H3; j++) {
+            double sum = 0;
+            for (int32_t k = 0; k < H; k++)
+                sum += w[(size_t)j * H + k];
+            c[j] = (float)sum;
+        }
+        uint16_t *dw = s_up_16(w, (size_t)H3 * H, h16), *db = s_up_16(b, H3, h16);
+        float *dc = s_up(c, (size_t)H3 * 4);
+        const kern_attention_params_t ap = {nh, nh, hd, 1.0f / sqrtf((float)hd), false};
+        for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++)
+            for (int fold = 0; fold < 2; fold++) {
+                const int32_t T = cases[ci][0], ns = cases[ci][1];
+                int32_t cu[8];
+                const int32_t n = s_cu(&cases[ci][2], ns, cu);
+                const int64_t ldo = ci % 2 ? H + 8 : H;
+                const int32_t nb = H / KERN_STATS_COLS;
+                const size_t nx = (size_t)T * H, no = (size_t)T * ldo;
+                /* x (rows past n: NaN), its partials (likewise), tok_seq (past n: sequence 0) */
+                float *x = s_rand_16(nx, -2, 2, dt);
+                for (int32_t t = 0; t < T; t++) {
+                    const float off = fold ? com_prng_uniform(&g_rng, -1.5f, 1.5f) : 0.f;
+                    for (int32_t k = 0; k < H; k++)
+                        x[(size_t)t * H + k] =
+                            t < n ? s_round16(x[(size_t)t * H + k] + off, dt) : NAN;
+                }
+                float *part = malloc((size_t)T * nb * 2 * sizeof *part);
+                for (size_t i = 0; i < (size_t)T * nb * 2; i++)
+                    part[i] = NAN;
+                if (n > 0)
+                    kern_row_stats_ref(part, x, n, H);
+                int32_t *ts = s_tok_seq(cu, ns, T);
+                for (int32_t t = n; t < T; t++)
+                    ts[t] = 0;
+                /* the reference: Q | K | V rounded to dt, then attention, rows < n */
+                float *ref = malloc(((size_t)n * H + 1) * sizeof *ref);
+                if (n > 0) {
+                    float *qkv = malloc((size_t)n * H3 * sizeof *qkv);
+                    kern_linear_ref(qkv, x, w, fold ? NULL : b, n, H, H3);
+                    if (fold) {
+                        float *mean = malloc((size_t)n * sizeof *mean),
+                              *rstd = malloc((size_t)n * sizeof *rstd);
+                        kern_row_stats_finish_ref(mean, rstd, part, n, H, eps);
+                        for (int32_t t = 0; t < n; t++)
+                            for (int32_t j = 0; j < H3; j++) {
+                                float *v = &qkv[(size_t)t * H3 + j];
+                                *v = rstd[t] * (*v - mean[t] * c[j]) + b[j];
+                            }
+                        free(mean), free(rstd);
+                    }
+                    for (size_t i = 0; i < (size_t)n * H3; i++)
+                        qkv[i] = s_round16(qkv[i], dt);
+                    float *scratch =
+                        malloc(kern_attention_ref_scratch_floats(&ap, 128) * sizeof *scratch);
+                    kern_attention_ref(&ap, ref, H, qkv, H3, qkv + H, H3, qkv + 2 * H, H3, cu, ns,
+                                       0, 1, scratch);
+                    free(qkv), free(scratch);
+                }
+                uint16_t *dx = s_up_16(x, nx, h16), *dout = s_dev(no * 2);
+                float *dpart = s_up(part, (size_t)T * nb * 2 * 4);
+                int32_t *dts = s_up(ts, (size_t)T * 4), *dcu = s_up(cu, (size_t)(ns + 1) * 4);
+                int32_t *dn = s_up(&n, 4);
+                const kern_qkv_attention_args_t a = {.dtype = dt,
+                                                     .out = dout,
+                                                     .ldo = ldo,
+                                                     .x = dx,
+                                                     .w = dw,
+                                                     .b = db,
+                                                     .in_stats = fold ? dpart : NULL,
+                                                     .c = fold ? dc : NULL,
+                                                     .eps = eps,
+                                                     .cu_seqlens = dcu,
+                                                     .tok_seq = dts,
+                                                     .n_tokens = dn,
+                                                     .max_tokens = T,
+                                                     .hidden = H,
+                                                     .n_heads = nh,
+                                                     .head_dim = hd,
+                                                     .scale = ap.scale};
+                char what[128];
+                snprintf(what, sizeof what,
+                         "qkv_attention %s %d x %d, bucket %d, case %zu (%d tokens)%s",
+                         s_dtype_name(dt), (int)nh, (int)hd, (int)T, ci, (int)n,
+                         fold ? " folded" : "");
+                com_error_t err = {0};
+                float *got[2] = {NULL, NULL};
+                for (int run = 0; run < 2; run++) {
+                    s_poison(dout, no * 2);
+                    const int rc = kern_qkv_attention_cuda(&a, g_st, &err);
+                    CHECK_MSG(rc == 0, "%s: %s", what, err.msg);
+                    got[run] = s_down_16(dout, no, h16);
+                }
+                /* the written block, packed as the reference; everything else still poisoned */
+                float *live = malloc(((size_t)n * H + 1) * sizeof *live);
+                size_t outside = 0;
+                for (int32_t t = 0; t < T; t++)
+                    for (int64_t j = 0; j < ldo; j++) {
+                        const float v = got[0][(size_t)t * ldo + j];
+                        if (t < n && j < H)
+                            live[(size_t)t * H + j] = v;
+                        else
+                            outside += !isnan(v);
+                    }
+                s_cmp(what, live, ref, (size_t)n * H, atol, rtol);
+                CHECK_MSG(outside == 0, "%s: %zu elements outside the live rows written", what,
+                          outside);
+                CHECK_MSG(memcmp(got[0], got[1], no * sizeof *got[0]) == 0,
+                          "%s: second run differs", what);
+                n_runs++;
+                free(got[0]), free(got[1]), free(live), free(x), free(part), free(ts), free(ref);
+                cudaFree(dx), cudaFree(dout), cudaFree(dpart), cudaFree(dts), cudaFree(dcu);
+                cudaFree(dn);
+            }
+        free(w), free(b), free(c);
+        cudaFree(dw), cudaFree(db), cudaFree(dc);
+    }
+    printf("qkv_attention %s: %d runs (shape x bucket x layout x plain / folded) checked\n",
+           s_dtype_name(dt), n_runs);
+}
+
+/* The arguments the fused kernel must refuse, each with its code, nothing enqueued. */
+static void s_qkv_attention_refusals(void) {
+    uint16_t *d = s_dev(256 * 1152 * 2);
+    int32_t *di = s_dev(256 * 4);
+    float *df = s_dev(256 * 16 * 4);
+    const kern_qkv_attention_args_t good = {.dtype = KERN_DTYPE_BF16,
+                                            .out = d,
+                                            .ldo = 384,
+                                            .x = d,
+                                            .w = d,
+                                            .b = d,
+                                            .eps = 1e-12f,
+                                            .cu_seqlens = di,
+                                            .tok_seq = di,
+                                            .n_tokens = di,
+                                            .max_tokens = 128,
+                                            .hidden = 384,
+                                            .n_heads = 12,
+                                            .head_dim = 32,
+                                            .scale = 0.17f};
+    com_error_t err = {0};
+    enum { kCases = 16 };
+    kern_qkv_attention_args_t bad[kCases];
+    int want[kCases];
+    for (int i = 0; i < kCases; i++)
+        bad[i] = good, want[i] = COM_EINVAL;
+    bad[0].max_tokens = 129, want[0] = COM_EUNSUPPORTED;
+    bad[1].max_tokens = 0;
+    bad[2].x = NULL;
+    bad[3].out = NULL;
+    bad[4].n_tokens = NULL;
+    bad[5].x = d + 1;                                                     /* 2-byte aligned */
+    bad[6].head_dim = 48, bad[6].n_heads = 8, want[6] = COM_EUNSUPPORTED; /* 384 = 8 x 48 */
+    bad[7].hidden = 96, bad[7].n_heads = 3, bad[7].ldo = 96, want[7] = COM_EUNSUPPORTED;
+    bad[8].n_heads = 11; /* hidden != n_heads x head_dim */
+    bad[9].dtype = (kern_dtype_t)7;
+    bad[10].in_stats = df;                     /* no c */
+    bad[11].in_stats = df + 1, bad[11].c = df; /* in_stats read as float2 */
+    bad[12].ldo = 383;
+    bad[13].scale = 0.f;
+    bad[14].w = d + 4; /* 8-byte aligned */
+    bad[15].tok_seq = NULL;
+    for (int i = 0; i < kCases; i++)
+        CHECK_MSG(kern_qkv_attention_cuda(&bad[i], g_st, &err) == want[i],
+                  "qkv_attention refusal %d: expected %d (%s)", i, want[i], err.msg);
+    CHECK(kern_qkv_attention_cuda(NULL, g_st, &err) == COM_EINVAL);
+    CHECK(!kern_qkv_attention_supported(129, 384, 12, 32));
+    CHECK(!kern_qkv_attention_supported(128, 384, 8, 48));
+    CHECK(!kern_qkv_attention_supported(128, 96, 3, 32));
+    CHECK(!kern_qkv_attention_supported(0, 384, 12, 32));
+    KERN_CUDA_FATAL(cudaStreamSynchronize(g_st));
+    cudaFree(d), cudaFree(di), cudaFree(df);
+}
+
+static void test_qkv_attention(void) {
+    int dev = 0, major = 0, minor = 0;
+    CHECK(cudaGetDevice(&dev) == cudaSuccess);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    s_qkv_attention_refusals();
+    if (!(major == 9 && minor == 0)) {
+        CHECK(!kern_qkv_attention_supported(128, 384, 12, 32));
+        printf("qkv_attention: skipped (the fused kernel needs compute capability 9.0, this is "
+               "%d.%d)\n",
+               major, minor);
+        return;
+    }
+    s_both_dtypes(test_qkv_attention_dt);
+}
+
 /* ---- pooling ---- */
 /* kern_pool_folded_cuda (per dtype): x is random in [-3, 3] plus a per-row offset in [-8, 8]
  * (rows whose mean is far from 0), its partials taken from the fp32 values and x stored rounded to
@@ -1462,6 +1700,7 @@ int main(int argc, char **argv) {
                  {"bias_gelu", test_bias_gelu, NULL},
                  {"add_layernorm", test_add_layernorm, NULL},
                  {"attention", test_attention, NULL},
+                 {"qkv_attention", test_qkv_attention, NULL},
                  {"pool", test_pool, NULL},
                  {"convert", test_convert, NULL},
                  {"copy", test_copy, NULL}};

@@ -30,7 +30,8 @@
  *   worker/model_bert_cuda.h; default auto: binary16 when the model's weights bound every
  *   value within its range, else bf16), fold=auto|on|off and fold_max=N (the folded
  *   LayerNorm, worker/model_bert_cuda.h; default auto: at the buckets of up to N = 256 tokens,
- *   where it was measured faster; on: at every bucket) and graphs=...:
+ *   where it was measured faster; on: at every bucket), fuse=auto|off (QKV + attention as one
+ *   kernel at the buckets it supports, worker/model_bert_cuda.h; default auto) and graphs=...:
  *
  * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's
  *   first chunk runs eagerly, every later one launches its slot's graph of the bucket, captured
@@ -523,7 +524,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     int32_t max_tokens = opts ? opts->max_batch_tokens : 0;
     int32_t graph_mode = 0, tune = 1, pdl = 1, residual = WRK_BERT_RESIDUAL_AUTO, tune_cache = 1;
     int32_t lanes = S_DEFAULT_LANES, dtype = WRK_BERT_DTYPE_AUTO, fold = WRK_BERT_FOLD_AUTO;
-    int32_t fold_max = 0;
+    int32_t fold_max = 0, fuse = WRK_BERT_FUSE_AUTO;
     /* options after the device, comma-separated: each one of these words, or (max > 0) the
      * word followed by a decimal number in [value, max] */
     const struct {
@@ -549,7 +550,9 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  {"fold=on", &fold, WRK_BERT_FOLD_ON, 0},
                  {"fold=off", &fold, WRK_BERT_FOLD_OFF, 0},
                  {"fold=auto", &fold, WRK_BERT_FOLD_AUTO, 0},
-                 {"fold_max=", &fold_max, 1, 1 << 20}};
+                 {"fold_max=", &fold_max, 1, 1 << 20},
+                 {"fuse=auto", &fuse, WRK_BERT_FUSE_AUTO, 0},
+                 {"fuse=off", &fuse, WRK_BERT_FUSE_OFF, 0}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
          o = strchr(o + 1, ',')) {
         const char *v = o + 1;
@@ -569,7 +572,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                                  "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
                                  "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
                                  "tune_cache=on|off, lanes=1..%d, dtype=auto|bf16|f16, "
-                                 "fold=auto|on|off, fold_max=1..1048576)",
+                                 "fold=auto|on|off, fold_max=1..1048576, fuse=auto|off)",
                                  (int)n, v, S_MAX_LANES);
         *words[w].var = words[w].max == 0 ? words[w].value : x;
     }
@@ -581,7 +584,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                                         .lanes = lanes,
                                         .dtype = dtype,
                                         .fold = fold,
-                                        .fold_max = fold_max};
+                                        .fold_max = fold_max,
+                                        .fuse = fuse};
     kern_pdl_set(pdl != 0); /* process-wide: one engine per worker process */
     if (max_tokens < 0 || max_tokens > (1 << 20))
         return com_error_set(err, COM_EINVAL, "engine cuda: max_batch_tokens %d", (int)max_tokens);
@@ -669,6 +673,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->stats.residual = wrk_bert_cuda_residual(e->model);
     e->stats.dtype = wrk_bert_cuda_dtype(e->model);
     e->stats.fold_max = wrk_bert_cuda_fold_max(e->model);
+    e->stats.fuse_max = wrk_bert_cuda_fuse_max(e->model);
     wrk_bert_cuda_plan_counts(e->model, &e->stats.plans_timed, &e->stats.plans_cached);
     e->stats.pinned_bytes = (size_t)e->n_slots * (in_bytes + out_bytes);
     const double slots_ms = s_now_ms() - t0;
@@ -686,10 +691,13 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         struct cudaDeviceProp prop;
         const char *name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "?";
         static const char *const res_name[] = {"f32", "bf16", "f16"};
-        char folded[64] = "";
+        char folded[128] = "";
         if (e->stats.fold_max > 0)
             snprintf(folded, sizeof folded, ", LayerNorm folded up to %d tokens",
                      (int)e->stats.fold_max);
+        if (e->stats.fuse_max > 0)
+            snprintf(folded + strlen(folded), sizeof folded - strlen(folded),
+                     ", QKV + attention fused up to %d tokens", (int)e->stats.fuse_max);
         COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), %s, %s residual, %d "
                  "buckets up to %d tokens, %d lanes, graphs %s%s, %.1f MiB device memory; "
                  "start-up: model %.0f ms, staging slots %.0f ms, capture %.0f ms",

@@ -75,6 +75,7 @@
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
+#include "kernels/qkv_attention.h"
 #include "kernels/row_stats.h"
 #include "worker/bert_range.h"
 #include "worker/tune_cache.h"
@@ -130,6 +131,7 @@ struct wrk_bert_cuda {
     kern_residual_type_t residual;     /* the residual stream: h32, r16 or hb alone */
     bool fold;                         /* the folded LayerNorm (the header comment) */
     int32_t fold_max;                  /* its largest bucket (INT32_MAX: every one) */
+    bool *fuse_attn;                   /* [n_buckets]: QKV + attention as one kernel */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
 
@@ -464,6 +466,7 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p) {
         for (int32_t i = 0; i < m->n_buckets * S_N_GEMM; i++)
             kern_linear_plan_destroy(&m->plans[i]);
     free(m->plans);
+    free(m->fuse_attn);
     if (m->lt)
         cublasLtDestroy(m->lt);
     for (size_t i = 0; i < m->n_allocs; i++)
@@ -885,10 +888,11 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     m->n_buckets = n_buckets;
     m->buckets = malloc((size_t)n_buckets * sizeof *m->buckets);
     m->plans = calloc((size_t)n_buckets * S_N_GEMM, sizeof *m->plans);
+    m->fuse_attn = calloc((size_t)n_buckets, sizeof *m->fuse_attn);
     m->layers = calloc((size_t)info->num_layers, sizeof *m->layers);
     m->n_lanes = opts->lanes > 0 ? opts->lanes : 1;
     m->lanes = calloc((size_t)m->n_lanes, sizeof *m->lanes);
-    if (!m->buckets || !m->plans || !m->layers || !m->lanes) {
+    if (!m->buckets || !m->plans || !m->fuse_attn || !m->layers || !m->lanes) {
         rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
         goto err;
     }
@@ -899,6 +903,10 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     }
     if (opts->dtype < WRK_BERT_DTYPE_AUTO || opts->dtype > KERN_DTYPE_F16) {
         rc = com_error_set(err, COM_EINVAL, "bert cuda: dtype %d", opts->dtype);
+        goto err;
+    }
+    if (opts->fuse != WRK_BERT_FUSE_AUTO && opts->fuse != WRK_BERT_FUSE_OFF) {
+        rc = com_error_set(err, COM_EINVAL, "bert cuda: fuse %d", opts->fuse);
         goto err;
     }
     if (opts->fold < WRK_BERT_FOLD_OFF || opts->fold > WRK_BERT_FOLD_AUTO || opts->fold_max < 0) {
@@ -985,9 +993,14 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     t0 = com_clock_mono_us();
     for (int32_t b = 0; b < n_buckets; b++) {
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
+        m->fuse_attn[b] = opts->fuse == WRK_BERT_FUSE_AUTO &&
+                          kern_qkv_attention_supported(buckets[b], info->hidden_size,
+                                                       info->num_heads, info->head_dim);
         for (int i = 0; i < S_N_GEMM; i++) {
             if (i == S_QKVF && !(s_folded(m, b) && info->num_layers > 1))
                 continue; /* no folded QKV */
+            if ((i == S_QKV || i == S_QKVF) && m->fuse_attn[b])
+                continue; /* the fused kernel projects Q, K and V itself */
             int32_t gin, gout;
             s_gemm_shape(m, i, &gin, &gout);
             if ((rc = kern_linear_plan_new(m->lt, buckets[b], gin, gout, s_epi(m, b, i),
@@ -1021,6 +1034,14 @@ int wrk_bert_cuda_residual(const wrk_bert_cuda_t *m) {
 
 int wrk_bert_cuda_dtype(const wrk_bert_cuda_t *m) {
     return (int)m->dtype;
+}
+
+int32_t wrk_bert_cuda_fuse_max(const wrk_bert_cuda_t *m) {
+    int32_t largest = 0;
+    for (int32_t b = 0; b < m->n_buckets; b++)
+        if (m->fuse_attn[b])
+            largest = m->buckets[b];
+    return largest;
 }
 
 int32_t wrk_bert_cuda_fold_max(const wrk_bert_cuda_t *m) {
@@ -1080,11 +1101,32 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                                lnu = s_fold_ops(m, a, l, S_FF1, n_tokens),
                                lnq = s_fold_ops(m, a, l, S_QKVF, n_tokens);
         uint16_t *const x_att = fold ? a->tmp : a->hb; /* the attention sublayer's output */
-        S_TRY(kern_linear_cuda(m->lt, fold_qkv ? p[S_QKVF] : p[S_QKV], a->big, a->hb,
-                               fold_qkv ? L->wqkv_f : L->wqkv, fold_qkv ? L->bqkv_f : L->bqkv,
-                               fold_qkv ? &lnq : NULL, a->ws, S_WORKSPACE_BYTES, stream, err));
-        S_TRY(kern_attention_cuda(&ap, m->dtype, a->ctx, H, a->big, 3 * H, a->big + H, 3 * H,
-                                  a->big + 2 * H, 3 * H, cu, seq, n_tokens, T, stream, err));
+        if (m->fuse_attn[bi]) {                        /* the same two ops as one kernel */
+            const kern_qkv_attention_args_t qa = {.dtype = m->dtype,
+                                                  .out = a->ctx,
+                                                  .ldo = H,
+                                                  .x = a->hb,
+                                                  .w = fold_qkv ? L->wqkv_f : L->wqkv,
+                                                  .b = fold_qkv ? L->bqkv_f : L->bqkv,
+                                                  .in_stats = fold_qkv ? a->sf : NULL,
+                                                  .c = fold_qkv ? L->cqkv : NULL,
+                                                  .eps = eps,
+                                                  .cu_seqlens = cu,
+                                                  .tok_seq = seq,
+                                                  .n_tokens = n_tokens,
+                                                  .max_tokens = T,
+                                                  .hidden = H,
+                                                  .n_heads = in->num_heads,
+                                                  .head_dim = in->head_dim,
+                                                  .scale = ap.scale};
+            S_TRY(kern_qkv_attention_cuda(&qa, stream, err));
+        } else {
+            S_TRY(kern_linear_cuda(m->lt, fold_qkv ? p[S_QKVF] : p[S_QKV], a->big, a->hb,
+                                   fold_qkv ? L->wqkv_f : L->wqkv, fold_qkv ? L->bqkv_f : L->bqkv,
+                                   fold_qkv ? &lnq : NULL, a->ws, S_WORKSPACE_BYTES, stream, err));
+            S_TRY(kern_attention_cuda(&ap, m->dtype, a->ctx, H, a->big, 3 * H, a->big + H, 3 * H,
+                                      a->big + 2 * H, 3 * H, cu, seq, n_tokens, T, stream, err));
+        }
         S_TRY(kern_linear_cuda(m->lt, p[S_OUT], x_att, a->ctx, L->wo, L->bo, &ln1, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
         S_TRY(kern_linear_cuda(m->lt, p[S_FF1], a->big, x_att, fold ? L->w1_f : L->w1,

@@ -63,6 +63,7 @@ typedef struct wrk_bert_cuda_opts {
     int dtype;              /* kern_dtype_t or WRK_BERT_DTYPE_AUTO */
     int fold;               /* the folded LayerNorm (model_bert_cuda.c's header), WRK_BERT_FOLD_* */
     int32_t fold_max;       /* WRK_BERT_FOLD_AUTO: the largest bucket folded (0: the default) */
+    int fuse;               /* the fused short-bucket kernels, WRK_BERT_FUSE_* */
 } wrk_bert_cuda_opts_t;
 /* fold: OFF; ON, every bucket (binary16 activations that hold the folded pass's values, hidden %
  * 64 == 0 and a Hopper GPU, else refused with COM_EUNSUPPORTED); AUTO, the buckets of up to
@@ -76,6 +77,11 @@ typedef struct wrk_bert_cuda_opts {
 #define WRK_BERT_FOLD_ON          1
 #define WRK_BERT_FOLD_AUTO        2
 #define WRK_BERT_FOLD_MAX_DEFAULT 256
+/* fuse: AUTO runs a layer's QKV projection and attention as one kernel
+ * (kernels/qkv_attention.h) at the buckets it supports (<= 128 tokens, Hopper); OFF keeps the
+ * GEMM + attention kernel pair everywhere (the A/B baseline). */
+#define WRK_BERT_FUSE_AUTO 0
+#define WRK_BERT_FUSE_OFF  1
 
 /* Loads weights_path onto the current CUDA device (bf16, Q/K/V fused, LayerNorm parameters
  * fp32), plans activations for the largest of buckets[0..n_buckets) (ascending) and one cuBLASLt
@@ -94,6 +100,8 @@ int wrk_bert_cuda_residual(const wrk_bert_cuda_t *m);        /* the kern_residua
 int wrk_bert_cuda_dtype(const wrk_bert_cuda_t *m);           /* the kern_dtype_t chosen */
 /* The largest bucket the folded pass runs (0: none; every bucket with fold ON). */
 int32_t wrk_bert_cuda_fold_max(const wrk_bert_cuda_t *m);
+/* The largest bucket whose pass runs QKV + attention as one kernel (0: none). */
+int32_t wrk_bert_cuda_fuse_max(const wrk_bert_cuda_t *m);
 /* GEMM plans whose algorithm start-up timed, and those taken from the tuning cache. */
 void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached);
 
