@@ -30,8 +30,9 @@
  *   worker/model_bert_cuda.h; default auto: binary16 when the model's weights bound every
  *   value within its range, else bf16), fold=auto|on|off and fold_max=N (the folded
  *   LayerNorm, worker/model_bert_cuda.h; default auto: at the buckets of up to N = 256 tokens,
- *   where it was measured faster; on: at every bucket), fuse=auto|off (QKV + attention as one
- *   kernel at the buckets it supports, worker/model_bert_cuda.h; default auto) and graphs=...:
+ *   where it was measured faster; on: at every bucket), fuse=auto|on|off (QKV + attention as
+ *   one kernel at the buckets it supports, worker/model_bert_cuda.h; default auto: at head dim
+ *   32 only, where it was measured faster) and graphs=...:
  *
  * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's
  *   first chunk runs eagerly, every later one launches its slot's graph of the bucket, captured
@@ -552,7 +553,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  {"fold=auto", &fold, WRK_BERT_FOLD_AUTO, 0},
                  {"fold_max=", &fold_max, 1, 1 << 20},
                  {"fuse=auto", &fuse, WRK_BERT_FUSE_AUTO, 0},
-                 {"fuse=off", &fuse, WRK_BERT_FUSE_OFF, 0}};
+                 {"fuse=off", &fuse, WRK_BERT_FUSE_OFF, 0},
+                 {"fuse=on", &fuse, WRK_BERT_FUSE_ON, 0}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
          o = strchr(o + 1, ',')) {
         const char *v = o + 1;
@@ -572,7 +574,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                                  "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
                                  "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
                                  "tune_cache=on|off, lanes=1..%d, dtype=auto|bf16|f16, "
-                                 "fold=auto|on|off, fold_max=1..1048576, fuse=auto|off)",
+                                 "fold=auto|on|off, fold_max=1..1048576, fuse=auto|on|off)",
                                  (int)n, v, S_MAX_LANES);
         *words[w].var = words[w].max == 0 ? words[w].value : x;
     }

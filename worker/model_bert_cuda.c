@@ -905,7 +905,8 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         rc = com_error_set(err, COM_EINVAL, "bert cuda: dtype %d", opts->dtype);
         goto err;
     }
-    if (opts->fuse != WRK_BERT_FUSE_AUTO && opts->fuse != WRK_BERT_FUSE_OFF) {
+    if (opts->fuse != WRK_BERT_FUSE_AUTO && opts->fuse != WRK_BERT_FUSE_OFF &&
+        opts->fuse != WRK_BERT_FUSE_ON) {
         rc = com_error_set(err, COM_EINVAL, "bert cuda: fuse %d", opts->fuse);
         goto err;
     }
@@ -993,7 +994,8 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     t0 = com_clock_mono_us();
     for (int32_t b = 0; b < n_buckets; b++) {
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
-        m->fuse_attn[b] = opts->fuse == WRK_BERT_FUSE_AUTO &&
+        m->fuse_attn[b] = (opts->fuse == WRK_BERT_FUSE_ON ||
+                           (opts->fuse == WRK_BERT_FUSE_AUTO && info->head_dim == 32)) &&
                           kern_qkv_attention_supported(buckets[b], info->hidden_size,
                                                        info->num_heads, info->head_dim);
         for (int i = 0; i < S_N_GEMM; i++) {
