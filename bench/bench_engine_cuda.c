@@ -173,9 +173,10 @@ static wrk_cuda_stats_t s_counters(wrk_engine_t *e) {
     return st;
 }
 
-/* medians (ms) of timed runs: wall, its p99, the chunks' GPU time, the submit calls, and the
- * host's share by the engine's counters (wrk_cuda_stats_t): enqueue, its CUDA calls, wait - GPU
- * (the launch's and the completion's latency), deliver */
+/* medians (ms) of timed runs: wall, its p99, the submit calls; and over the runs whose chunks the
+ * engine timed on the GPU (every one with gpu_time=1, else one in gpu_time), their GPU time and
+ * the host's share by the engine's counters (wrk_cuda_stats_t): enqueue, its CUDA calls,
+ * wait - GPU (the launch's and the completion's latency), deliver */
 typedef struct timing {
     double wall, wall_p99, gpu, submit, enqueue, launch, latency, deliver;
 } timing_t;
@@ -195,22 +196,29 @@ static timing_t s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps) {
         v[j] = malloc((size_t)reps * sizeof *v[j]);
     for (int i = 0; i < 3; i++)
         s_run(e, w, k, &v[kSubmit][0]);
+    int n_timed = 0; /* runs whose every chunk the engine timed (device option gpu_time) */
     for (int i = 0; i < reps; i++) {
         const wrk_cuda_stats_t a = s_counters(e);
         v[kWall][i] = s_run(e, w, k, &v[kSubmit][i]);
         const wrk_cuda_stats_t b = s_counters(e);
-        v[kGpu][i] = b.gpu_ms_total - a.gpu_ms_total;
-        v[kEnqueue][i] = b.host_enqueue_ms_total - a.host_enqueue_ms_total;
-        v[kLaunch][i] = b.host_launch_ms_total - a.host_launch_ms_total;
-        v[kLatency][i] = b.host_wait_ms_total - a.host_wait_ms_total - v[kGpu][i];
-        v[kDeliver][i] = b.host_deliver_ms_total - a.host_deliver_ms_total;
+        if (b.gpu_chunks - a.gpu_chunks != b.chunks - a.chunks)
+            continue;
+        const int j = n_timed++;
+        v[kGpu][j] = b.gpu_ms_total - a.gpu_ms_total;
+        v[kEnqueue][j] = b.host_enqueue_ms_total - a.host_enqueue_ms_total;
+        v[kLaunch][j] = b.host_launch_ms_total - a.host_launch_ms_total;
+        v[kLatency][j] = b.host_wait_ms_total - a.host_wait_ms_total - v[kGpu][j];
+        v[kDeliver][j] = b.host_deliver_ms_total - a.host_deliver_ms_total;
     }
-    timing_t t;
+    timing_t t = {0};
     s_stats(v[kWall], reps, &t.wall, &t.wall_p99);
-    t.gpu = s_median(v[kGpu], reps), t.submit = s_median(v[kSubmit], reps);
-    t.enqueue = s_median(v[kEnqueue], reps), t.launch = s_median(v[kLaunch], reps);
-    t.latency = s_median(v[kLatency], reps);
-    t.deliver = s_median(v[kDeliver], reps);
+    t.submit = s_median(v[kSubmit], reps);
+    if (n_timed > 0) { /* else (gpu_time=0, or too few runs) the GPU and host parts stay 0 */
+        t.gpu = s_median(v[kGpu], n_timed);
+        t.enqueue = s_median(v[kEnqueue], n_timed), t.launch = s_median(v[kLaunch], n_timed);
+        t.latency = s_median(v[kLatency], n_timed);
+        t.deliver = s_median(v[kDeliver], n_timed);
+    }
     for (int j = 0; j < kN; j++)
         free(v[j]);
     return t;

@@ -194,6 +194,11 @@ static void test_residual_range(const char *dir, const char *scratch) {
     printf("dtype range: auto keeps bf16, f16 refused (%s)\n", err.msg);
 }
 
+/* Of the first n chunks enqueued, those timed with gpu_time=every: 0, every, 2 every, ... */
+static int64_t s_timed(int64_t n, int64_t every) {
+    return (n + every - 1) / every;
+}
+
 /* The GEMM plans of an engine whose buckets step by 64 tokens: 4 per bucket, and the folded QKV
  * (layers >= 1) of each folded bucket (fold auto, the default: up to 128 tokens), less both QKV
  * plans of each bucket whose QKV + attention run fused (fuse auto: up to 128 tokens). */
@@ -363,12 +368,12 @@ static void test_lanes(const char *dir, const com_model_info_t *in, wrk_engine_t
     const double w = s_compare(many, cpu, &x.b, "lanes=2, one batch in two parts");
     CHECK(wrk_engine_cuda_stats(many, &s1, &err) == 0);
     printf("lanes=2: %d seqs, %d tokens on an idle engine: %lld chunks, worst cosine vs cpu %.7f\n",
-           (int)x.b.n_seqs, (int)x.b.n_tokens, (long long)(s1.gpu_chunks - s0.gpu_chunks), w);
-    CHECK_MSG(s1.gpu_chunks - s0.gpu_chunks == 2 && s1.lane_chunks[0] - s0.lane_chunks[0] == 1 &&
+           (int)x.b.n_seqs, (int)x.b.n_tokens, (long long)(s1.chunks - s0.chunks), w);
+    CHECK_MSG(s1.chunks - s0.chunks == 2 && s1.lane_chunks[0] - s0.lane_chunks[0] == 1 &&
                   s1.lane_chunks[1] - s0.lane_chunks[1] == 1,
               "%d tokens on an idle 2-lane engine ran in %lld chunks, lanes %lld / %lld, want 2 "
               "chunks, one per lane",
-              (int)x.b.n_tokens, (long long)(s1.gpu_chunks - s0.gpu_chunks),
+              (int)x.b.n_tokens, (long long)(s1.chunks - s0.chunks),
               (long long)(s1.lane_chunks[0] - s0.lane_chunks[0]),
               (long long)(s1.lane_chunks[1] - s0.lane_chunks[1]));
     s_free(&x);
@@ -379,14 +384,29 @@ static void test_lanes(const char *dir, const com_model_info_t *in, wrk_engine_t
  * malformed words and numbers out of range are COM_EINVAL; well-formed ones are not (with no
  * GPU they fail later, for want of a device). */
 static void test_device_options(const char *dir) {
-    static const char *const bad[] = {
-        "cuda:0,graphs=sometimes",  "cuda:0,tune=maybe",   "cuda:0,graphs=all,",
-        "cuda:0,graphs=allx",       "cuda:0,pdl=",         "cuda:0,residual=fp16",
-        "cuda:0,lanes=0",           "cuda:0,lanes=5",      "cuda:0,lanes=",
-        "cuda:0,lanes=2x",          "cuda:0,dtype=fp16",   "cuda:0,fold=yes",
-        "cuda:0,fold_max=0",        "cuda:0,fold_max=-64", "cuda:0,fold_max=12x",
-        "cuda:0,fold_max=99999999", "cuda:0,fold_max=",    "cuda:0,fold_max=1048577",
-        "cuda:0,fuse=yes",          "cuda:0,fuse="};
+    static const char *const bad[] = {"cuda:0,graphs=sometimes",
+                                      "cuda:0,tune=maybe",
+                                      "cuda:0,graphs=all,",
+                                      "cuda:0,graphs=allx",
+                                      "cuda:0,pdl=",
+                                      "cuda:0,residual=fp16",
+                                      "cuda:0,lanes=0",
+                                      "cuda:0,lanes=5",
+                                      "cuda:0,lanes=",
+                                      "cuda:0,lanes=2x",
+                                      "cuda:0,dtype=fp16",
+                                      "cuda:0,fold=yes",
+                                      "cuda:0,fold_max=0",
+                                      "cuda:0,fold_max=-64",
+                                      "cuda:0,fold_max=12x",
+                                      "cuda:0,fold_max=99999999",
+                                      "cuda:0,fold_max=",
+                                      "cuda:0,fold_max=1048577",
+                                      "cuda:0,fuse=yes",
+                                      "cuda:0,fuse=",
+                                      "cuda:0,gpu_time=",
+                                      "cuda:0,gpu_time=-1",
+                                      "cuda:0,gpu_time=1048577"};
     com_error_t err = {0};
     wrk_engine_t *e = NULL;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -395,8 +415,8 @@ static void test_device_options(const char *dir) {
         CHECK_MSG(rc == COM_EINVAL && e == NULL && strstr(err.msg, "device option"),
                   "device \"%s\" is rejected as an option: rc %d (%s)", bad[i], rc, err.msg);
     }
-    wrk_engine_opts_t good = {"cuda:0,lanes=4,fold_max=1048576,tune=off,graphs=off,fuse=auto", 0,
-                              1024};
+    wrk_engine_opts_t good = {
+        "cuda:0,lanes=4,fold_max=1048576,tune=off,graphs=off,fuse=auto,gpu_time=0", 0, 1024};
     const int rc = wrk_engine_new(dir, &good, &e, &err);
     CHECK_MSG(rc != COM_EINVAL, "\"%s\" is well-formed: rc %d (%s)", good.device, rc, err.msg);
     wrk_engine_destroy(&e);
@@ -426,7 +446,7 @@ int main(void) {
     const char *dir = test_model_dir();
     com_error_t err = {0};
     wrk_engine_t *cpu = NULL, *gpu = NULL;
-    wrk_engine_opts_t oc = {"cpu", 0, 0}, og = {"cuda:0", 0, 4096};
+    wrk_engine_opts_t oc = {"cpu", 0, 0}, og = {"cuda:0,gpu_time=3", 0, 4096};
     int rc = wrk_engine_new(dir, &oc, &cpu, &err);
     CHECK_MSG(rc == 0, "cpu engine: %s", err.msg);
     rc = rc ? rc : wrk_engine_new(dir, &og, &gpu, &err);
@@ -479,11 +499,15 @@ int main(void) {
         for (int32_t l = 0; l < s1.n_lanes; l++)
             lanes_used += s1.lane_chunks[l] != s0.lane_chunks[l];
         CHECK_MSG(lanes_used == 1, "%d runs one at a time used %d lanes", n_runs, (int)lanes_used);
-        /* each chunk's GPU time is counted before its result completes */
-        CHECK_MSG(s1.gpu_chunks == s0.gpu_chunks + n_runs && s1.gpu_ms_total > s0.gpu_ms_total &&
-                      s1.gpu_ms_last > 0,
-                  "GPU time: %lld -> %lld chunks, %.4f -> %.4f ms", (long long)s0.gpu_chunks,
-                  (long long)s1.gpu_chunks, s0.gpu_ms_total, s1.gpu_ms_total);
+        /* every third chunk enqueued (gpu_time=3: chunks 0, 3, 6, ...) has its GPU time counted
+         * before its result completes; any 3 consecutive chunks hold one */
+        const int64_t timed = s_timed(s1.chunks, 3) - s_timed(s0.chunks, 3);
+        CHECK_MSG(s1.gpu_chunks == s0.gpu_chunks + timed && timed >= 1 &&
+                      s1.gpu_ms_total > s0.gpu_ms_total && s1.gpu_ms_last > 0,
+                  "GPU time: %lld -> %lld chunks timed (want +%lld of %lld -> %lld enqueued), "
+                  "%.4f -> %.4f ms",
+                  (long long)s0.gpu_chunks, (long long)s1.gpu_chunks, (long long)timed,
+                  (long long)s0.chunks, (long long)s1.chunks, s0.gpu_ms_total, s1.gpu_ms_total);
         /* and the host's share of the same chunks, each part of it counted, the CUDA calls
          * inside the enqueue */
         const double enq = s1.host_enqueue_ms_total - s0.host_enqueue_ms_total,

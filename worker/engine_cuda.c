@@ -32,7 +32,9 @@
  *   LayerNorm, worker/model_bert_cuda.h; default auto: at the buckets of up to N = 256 tokens,
  *   where it was measured faster; on: at every bucket), fuse=auto|on|off (QKV + attention as
  *   one kernel at the buckets it supports, worker/model_bert_cuda.h; default auto: at head dim
- *   32 only, where it was measured faster) and graphs=...:
+ *   32 only, where it was measured faster), gpu_time=N (time every Nth chunk's pass on the GPU
+ *   with a pair of events, 0: none; default WRK_CUDA_GPU_TIME_DEFAULT, engine_cuda.h) and
+ *   graphs=...:
  *
  * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's
  *   first chunk runs eagerly, every later one launches its slot's graph of the bucket, captured
@@ -85,12 +87,13 @@ typedef struct s_slot {
     int32_t *in_host, *in_dev;  /* [input words of the largest bucket], mapped pinned (host and
                                    device addresses) */
     float *out_host, *out_dev;  /* [max_bucket * hidden], mapped pinned */
-    cudaEvent_t ev0;            /* recorded before the forward pass (GPU time per chunk) */
+    cudaEvent_t ev0;            /* recorded before the forward pass of a timed chunk */
     cudaEvent_t ev;             /* recorded after it */
     double t_start;             /* s_now_ms at the chunk's start in submit */
     double t_ready, t_launched; /* ... before its CUDA calls and after them */
     int state;                  /* S_FREE / S_QUEUED, under e->mu */
     int32_t lane;               /* the lane its chunk runs in (s_pick_lane), -1 before */
+    bool timed;                 /* ev0 recorded: the chunk's GPU time is measured */
     /* the job, written by the submitter before QUEUED */
     wrk_result_t *r;
     int32_t seq0, n_seqs, dim;
@@ -101,6 +104,8 @@ typedef struct s_slot {
 typedef struct s_cuda {
     com_model_info_t info;
     int32_t device, max_tokens, graph_mode;
+    int32_t time_every;          /* device option gpu_time: time every Nth chunk (0: none) */
+    int64_t n_enqueued;          /* chunks enqueued (submitting thread) */
     int32_t n_buckets, *buckets; /* ascending */
     wrk_bert_cuda_t *model;
     int32_t n_lanes, n_slots;
@@ -252,7 +257,12 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
                        normalize);
     const int32_t si = (int32_t)(sl - e->slots), lane = sl->lane = s_pick_lane(e);
     sl->t_ready = s_now_ms();
-    KERN_CUDA_TRY(cudaEventRecord(sl->ev0, e->streams[lane]), err);
+    /* an event record costs ~0.9 us of a chunk's wall time (docs/engine.md), so only every
+     * time_every-th chunk is timed */
+    const int64_t k = e->stats.chunks++;
+    sl->timed = e->time_every > 0 && k % e->time_every == 0;
+    if (sl->timed)
+        KERN_CUDA_TRY(cudaEventRecord(sl->ev0, e->streams[lane]), err);
     int rc = s_forward(e, bi, si, lane, err);
     if (rc != 0)
         return rc;
@@ -301,7 +311,8 @@ static void *s_completion_main(void *arg) {
                               e->broken_msg);
                 pthread_mutex_unlock(&e->mu);
             }
-            if (!failed && cudaEventElapsedTime(&gpu_ms, sl->ev0, sl->ev) != cudaSuccess)
+            if (!failed && sl->timed &&
+                cudaEventElapsedTime(&gpu_ms, sl->ev0, sl->ev) != cudaSuccess)
                 gpu_ms = -1.f;
             if (!failed) {
                 memcpy(r->emb + (size_t)sl->seq0 * (size_t)sl->dim, sl->out_host,
@@ -401,6 +412,7 @@ static int s_submit(void *impl, const wrk_batch_t *b, int32_t dim, bool normaliz
         sl->n_seqs = s1 - s0;
         sl->dim = dim;
         sl->lane = -1;
+        sl->timed = false;
         sl->failed = false;
         com_error_clear(&sl->err);
         int rc = atomic_load(&e->broken) ? s_broken_error(e, &sl->err)
@@ -525,7 +537,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     int32_t max_tokens = opts ? opts->max_batch_tokens : 0;
     int32_t graph_mode = 0, tune = 1, pdl = 1, residual = WRK_BERT_RESIDUAL_AUTO, tune_cache = 1;
     int32_t lanes = S_DEFAULT_LANES, dtype = WRK_BERT_DTYPE_AUTO, fold = WRK_BERT_FOLD_AUTO;
-    int32_t fold_max = 0, fuse = WRK_BERT_FUSE_AUTO;
+    int32_t fold_max = 0, fuse = WRK_BERT_FUSE_AUTO, time_every = WRK_CUDA_GPU_TIME_DEFAULT;
     /* options after the device, comma-separated: each one of these words, or (max > 0) the
      * word followed by a decimal number in [value, max] */
     const struct {
@@ -554,7 +566,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  {"fold_max=", &fold_max, 1, 1 << 20},
                  {"fuse=auto", &fuse, WRK_BERT_FUSE_AUTO, 0},
                  {"fuse=off", &fuse, WRK_BERT_FUSE_OFF, 0},
-                 {"fuse=on", &fuse, WRK_BERT_FUSE_ON, 0}};
+                 {"fuse=on", &fuse, WRK_BERT_FUSE_ON, 0},
+                 {"gpu_time=", &time_every, 0, 1 << 20}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
          o = strchr(o + 1, ',')) {
         const char *v = o + 1;
@@ -570,12 +583,13 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                 break;
         }
         if (w == sizeof words / sizeof *words)
-            return com_error_set(err, COM_EINVAL,
-                                 "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
-                                 "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
-                                 "tune_cache=on|off, lanes=1..%d, dtype=auto|bf16|f16, "
-                                 "fold=auto|on|off, fold_max=1..1048576, fuse=auto|on|off)",
-                                 (int)n, v, S_MAX_LANES);
+            return com_error_set(
+                err, COM_EINVAL,
+                "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
+                "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
+                "tune_cache=on|off, lanes=1..%d, dtype=auto|bf16|f16, "
+                "fold=auto|on|off, fold_max=1..1048576, fuse=auto|on|off, gpu_time=0..1048576)",
+                (int)n, v, S_MAX_LANES);
         *words[w].var = words[w].max == 0 ? words[w].value : x;
     }
     char cache_path[4096];
@@ -610,6 +624,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->device = device;
     e->max_tokens = max_tokens;
     e->graph_mode = graph_mode;
+    e->time_every = time_every;
     /* 2 staging slots per lane (one running, one queued behind it), 3 with one lane (one
      * running, one queued, one being packed); a chunk's lane is picked when it is enqueued
      * (s_pick_lane) */

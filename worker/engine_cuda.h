@@ -19,13 +19,18 @@
  */
 int32_t wrk_cuda_bucket_tokens(int32_t n_tokens);
 
+/* Chunks timed on the GPU by default: one in 8 (the event before a pass adds ~0.9 us to its wall
+ * time; docs/engine.md). */
+#define WRK_CUDA_GPU_TIME_DEFAULT 8
+
 typedef struct wrk_cuda_stats {
     int32_t device;         /* CUDA device index */
     int32_t n_buckets;      /* buckets planned */
     int32_t max_bucket;     /* largest bucket (tokens) */
     int32_t n_slots;        /* staging slots (chunks in flight) */
     int32_t n_lanes;        /* activation sets: chunks whose passes may run side by side */
-    int64_t lane_chunks[4]; /* chunks enqueued per lane ([0, n_lanes) used) */
+    int64_t chunks;         /* chunks enqueued */
+    int64_t lane_chunks[4]; /* ... per lane ([0, n_lanes) used) */
     int32_t n_graphs;       /* CUDA graphs captured (<= one per bucket, slot, lane) */
     double capture_ms;      /* total time spent capturing + instantiating them */
     int64_t eager_runs;     /* forward passes launched kernel by kernel */
@@ -38,12 +43,13 @@ typedef struct wrk_cuda_stats {
     size_t pinned_bytes;    /* host staging (input + output slots) */
     /* GEMM plans (buckets x 4) whose algorithm was timed at start / taken from the tuning cache */
     int32_t plans_timed, plans_cached;
-    /* GPU time of each chunk's forward pass, input copy kernel to pooling (CUDA events;
-     * written by the completion thread; with several lanes chunks may overlap, so the sum can
-     * exceed the wall time) */
+    /* GPU time of the timed chunks' forward passes, input copy kernel to pooling: every
+     * gpu_time-th chunk enqueued (device option, default WRK_CUDA_GPU_TIME_DEFAULT), the first
+     * one included (CUDA events; written by the completion thread; with several lanes chunks
+     * may overlap, so the sum can exceed the wall time) */
     int64_t gpu_chunks;
     double gpu_ms_last, gpu_ms_total;
-    /* the host's share of the same chunks (CLOCK_MONOTONIC, summed; completion thread):
+    /* the host's share of the same (timed) chunks (CLOCK_MONOTONIC, summed; completion thread):
      * enqueue = from the chunk's start in submit to its pass launched (packing, lane, events,
      * launch calls), of which launch = the CUDA calls (events, graph launch or kernels); wait =
      * from the launch call's return to the end event seen complete (the pass on the GPU plus the
