@@ -535,13 +535,14 @@ int main(int argc, char **argv) {
                                                 KERN_RESIDUAL_BF16, g, g, T, d_n, H, 1e-12f, st,
                                                 &e_)));
             S_TIME(L("pool mean+L2"), tb * 4, "GB/s",
-                   S_OK(kern_pool_cuda(out, h32, d_cu, d_ns, d_dim, d_norm, T, H, KERN_POOL_MEAN,
-                                       st, &e_)));
+                   S_OK(kern_pool_cuda(out, h32, d_cu, d_ns, d_dim, d_norm, NULL, T, H,
+                                       KERN_POOL_MEAN, st, &e_)));
             /* over a folded stream: x (hb) and its partials (h32's first T * H / 32 floats; the
              * values do not change the time), 2 + 8 / 64 bytes per element */
-            S_TIME(L("pool folded mean+L2"), tb * (2 + 8 / 64.0), "GB/s",
-                   S_OK(kern_pool_folded_cuda(out, hb, KERN_DTYPE_BF16, h32, g, g, 1e-12f, d_cu,
-                                              d_ns, d_dim, d_norm, T, H, KERN_POOL_MEAN, st, &e_)));
+            S_TIME(
+                L("pool folded mean+L2"), tb * (2 + 8 / 64.0), "GB/s",
+                S_OK(kern_pool_folded_cuda(out, hb, KERN_DTYPE_BF16, h32, g, g, 1e-12f, d_cu, d_ns,
+                                           d_dim, d_norm, NULL, T, H, KERN_POOL_MEAN, st, &e_)));
             if (m == 0) { /* the engine's batch input area (model-independent) */
                 const size_t in_bytes = wrk_bert_cuda_input_words(T) * sizeof(int32_t);
                 void *in_host = NULL, *in_mapped = NULL;

@@ -21,7 +21,12 @@
  * CTA 0 keeps the pooled values in its own csum, so the kernel needs 80 registers and 3 CTAs fit
  * an SM: the buckets of many sequences run in fewer waves (the first version, 128 registers and
  * 2 CTAs per SM, took 14.6 us for 16384 tokens in ~60 sequences of 32-512, against 11.8 for one
- * 1024-thread block per sequence). NOT YET RUN ON A GPU (session 20 ran out of device time).
+ * 1024-thread block per sequence; 12.3 with this one, session 22).
+ *
+ * Completion flags (kern_pool_done_t, optional): after CTA 0 of a sequence's cluster has stored
+ * its row, every thread fences system-wide, the CTA meets at a barrier, and thread 0 writes the
+ * batch's epoch into flags[s]: a host spinning on mapped memory sees the row complete ~4 us
+ * before an event recorded after the kernel completes (graph_launch3, session 22).
  *
  * Folded (kern_pool_folded_cuda): the same kernel over a 16-bit pre-LN stream x and its row
  * statistics (kernels/row_stats.h); only the reading of a row differs (the Rows policies below).
@@ -138,7 +143,8 @@ __global__ void __launch_bounds__(kThreads, 3) /* 80 registers: 3 CTAs per SM */
            const float *__restrict__ stats, const float *__restrict__ gamma,
            const float *__restrict__ beta, float eps, const int32_t *__restrict__ cu,
            const int32_t *__restrict__ n_seqs_p, const int32_t *__restrict__ out_dim_p,
-           const int32_t *__restrict__ normalize_p, int32_t H, int mode) {
+           const int32_t *__restrict__ normalize_p, uint32_t *__restrict__ done,
+           const int32_t *__restrict__ epoch_p, int32_t H, int mode) {
     constexpr int V = Rows::kV;
     using VT = typename Rows::VT;
     extern __shared__ float2 smem[]; /* st [kThreads] float2 (with statistics), then part
@@ -151,6 +157,7 @@ __global__ void __launch_bounds__(kThreads, 3) /* 80 registers: 3 CTAs per SM */
      * into L1 by the CTA that applies them (weights) */
     const int32_t n_seqs = *n_seqs_p, D = *out_dim_p;
     const bool norm = *normalize_p != 0;
+    const uint32_t epoch = done ? (uint32_t)*epoch_p : 0u;
     const int32_t s_first = (int32_t)blockIdx.y;
     const int32_t t0_first = s_first < n_seqs ? cu[s_first] : 0,
                   t1_first = s_first < n_seqs ? cu[s_first + 1] : 0;
@@ -252,6 +259,12 @@ __global__ void __launch_bounds__(kThreads, 3) /* 80 registers: 3 CTAs per SM */
             float *o = out + (int64_t)s * D;
             for (int32_t d = (int32_t)threadIdx.x; d < D; d += kThreads)
                 o[d] = csum[d] * scale;
+            if (done) { /* the row is in memory (system-wide) before its flag */
+                __threadfence_system();
+                __syncthreads();
+                if (threadIdx.x == 0)
+                    *reinterpret_cast<volatile uint32_t *>(done + s) = epoch;
+            }
         }
         /* CTA 0 has read every csum (and red) before the next sequence rewrites them */
         kern::cluster_barrier_relaxed();
@@ -261,8 +274,9 @@ __global__ void __launch_bounds__(kThreads, 3) /* 80 registers: 3 CTAs per SM */
 template <class Rows>
 int s_launch(float *out, const typename Rows::In *h, const float *stats, const float *gamma,
              const float *beta, float eps, const int32_t *cu, const int32_t *n_seqs,
-             const int32_t *out_dim, const int32_t *normalize, int32_t max_seqs, int32_t hidden,
-             kern_pool_mode_t mode, cudaStream_t stream, com_error_t *err) {
+             const int32_t *out_dim, const int32_t *normalize, const kern_pool_done_t *done,
+             int32_t max_seqs, int32_t hidden, kern_pool_mode_t mode, cudaStream_t stream,
+             com_error_t *err) {
     const size_t smem = (Rows::kStats ? kThreads * sizeof(float2) : 0) +
                         (size_t)(row_lanes(hidden, Rows::kV) + 1) * hidden * sizeof(float);
     if (hidden > kMaxHidden)
@@ -277,6 +291,7 @@ int s_launch(float *out, const typename Rows::In *h, const float *stats, const f
     KERN_CUDA_TRY(kern::launch_cluster(k_pool<Rows>, dim3(kCluster, seq_slots),
                                        dim3(kCluster, 1, 1), dim3(kThreads), smem, stream, out, h,
                                        stats, gamma, beta, eps, cu, n_seqs, out_dim, normalize,
+                                       done ? done->flags : nullptr, done ? done->epoch : nullptr,
                                        hidden, (int)mode),
                   err);
     return 0;
@@ -286,32 +301,37 @@ bool s_mode_ok(kern_pool_mode_t mode) {
     return mode == KERN_POOL_CLS || mode == KERN_POOL_MEAN || mode == KERN_POOL_LAST;
 }
 
+bool s_done_ok(const kern_pool_done_t *done) {
+    return !done || (done->flags && done->epoch);
+}
+
 } // namespace
 
 extern "C" int kern_pool_cuda(float *out, const float *h, const int32_t *cu_seqlens,
                               const int32_t *n_seqs, const int32_t *out_dim,
-                              const int32_t *normalize, int32_t max_seqs, int32_t hidden,
-                              kern_pool_mode_t mode, cudaStream_t stream, com_error_t *err) {
+                              const int32_t *normalize, const kern_pool_done_t *done,
+                              int32_t max_seqs, int32_t hidden, kern_pool_mode_t mode,
+                              cudaStream_t stream, com_error_t *err) {
     if (!out || !h || !cu_seqlens || !n_seqs || !out_dim || !normalize || max_seqs < 1 ||
-        hidden < 1 || !s_mode_ok(mode))
+        hidden < 1 || !s_mode_ok(mode) || !s_done_ok(done))
         return com_error_set(err, COM_EINVAL, "pool_cuda: bad arguments (max_seqs %d, hidden %d)",
                              (int)max_seqs, (int)hidden);
     /* float4 rows when every row starts 16-byte aligned */
     if (hidden % 4 == 0 && kern::aligned16(h))
         return s_launch<RowsF32<4>>(out, h, nullptr, nullptr, nullptr, 0.f, cu_seqlens, n_seqs,
-                                    out_dim, normalize, max_seqs, hidden, mode, stream, err);
+                                    out_dim, normalize, done, max_seqs, hidden, mode, stream, err);
     return s_launch<RowsF32<1>>(out, h, nullptr, nullptr, nullptr, 0.f, cu_seqlens, n_seqs, out_dim,
-                                normalize, max_seqs, hidden, mode, stream, err);
+                                normalize, done, max_seqs, hidden, mode, stream, err);
 }
 
 extern "C" int kern_pool_folded_cuda(float *out, const uint16_t *x, kern_dtype_t dtype,
                                      const float *part, const float *gamma, const float *beta,
                                      float eps, const int32_t *cu_seqlens, const int32_t *n_seqs,
                                      const int32_t *out_dim, const int32_t *normalize,
-                                     int32_t max_seqs, int32_t hidden, kern_pool_mode_t mode,
-                                     cudaStream_t stream, com_error_t *err) {
+                                     const kern_pool_done_t *done, int32_t max_seqs, int32_t hidden,
+                                     kern_pool_mode_t mode, cudaStream_t stream, com_error_t *err) {
     if (!out || !x || !part || !gamma || !beta || !cu_seqlens || !n_seqs || !out_dim ||
-        !normalize || max_seqs < 1 || !s_mode_ok(mode))
+        !normalize || max_seqs < 1 || !s_mode_ok(mode) || !s_done_ok(done))
         return com_error_set(err, COM_EINVAL, "pool_folded_cuda: bad arguments (max_seqs %d)",
                              (int)max_seqs);
     if (hidden < KERN_STATS_COLS || hidden % KERN_STATS_COLS != 0)
@@ -328,9 +348,9 @@ extern "C" int kern_pool_folded_cuda(float *out, const uint16_t *x, kern_dtype_t
                              (const void *)part);
     return dtype == KERN_DTYPE_F16
                ? s_launch<RowsFolded<KERN_DTYPE_F16>>(out, x, part, gamma, beta, eps, cu_seqlens,
-                                                      n_seqs, out_dim, normalize, max_seqs, hidden,
-                                                      mode, stream, err)
+                                                      n_seqs, out_dim, normalize, done, max_seqs,
+                                                      hidden, mode, stream, err)
                : s_launch<RowsFolded<KERN_DTYPE_BF16>>(out, x, part, gamma, beta, eps, cu_seqlens,
-                                                       n_seqs, out_dim, normalize, max_seqs, hidden,
-                                                       mode, stream, err);
+                                                       n_seqs, out_dim, normalize, done, max_seqs,
+                                                       hidden, mode, stream, err);
 }

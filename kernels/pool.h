@@ -33,20 +33,31 @@ void kern_pool_ref(float *out,                /* [n_seqs, out_dim], host, fp32 *
                    bool normalize);
 
 #ifdef EMBER_HAVE_CUDA
+/* Completion flags for a host waiting on mapped memory (both device addresses): once out[s] is
+ * written and visible system-wide (to the host too), flags[s] = *epoch (s < *n_seqs). epoch is a
+ * per-batch number (device memory, may be read before the PDL wait, like n_seqs); a waiter that
+ * packed a fresh epoch knows row s is complete when flags[s] holds it. */
+typedef struct kern_pool_done {
+    uint32_t *flags;      /* [max_seqs] */
+    const int32_t *epoch; /* [1] */
+} kern_pool_done_t;
+
 /* CUDA (pool.cu): the same op on the device, with every per-batch number read from device
  * memory so one CUDA graph serves any batch: *n_seqs sequences (at most max_seqs), *out_dim kept
  * dims (1..hidden), *normalize (0/1). out is packed [*n_seqs, *out_dim] fp32. h is the fp32 final
  * hidden state. A cluster of 8 CTAs per sequence (grid-stride), each summing a part of its
  * tokens, CTA 0 adding the parts and normalising (pool.cu). cu_seqlens, *n_seqs, *out_dim and
  * *normalize may be read before the kernel's PDL wait (kernels/kern_cuda_dev.cuh), so the grid
- * launched just before it on the stream must not write them (h may be its output). Returns 0,
- * COM_EINVAL, COM_EUNSUPPORTED (hidden > 8192) or COM_EINTERNAL. Enqueued on stream. */
-int kern_pool_cuda(float *out,                /* [max_seqs * hidden] capacity, device fp32 */
-                   const float *h,            /* [n_tokens, hidden], device fp32 */
-                   const int32_t *cu_seqlens, /* [n_seqs + 1], device */
-                   const int32_t *n_seqs,     /* [1], device */
-                   const int32_t *out_dim,    /* [1], device */
-                   const int32_t *normalize,  /* [1], device */
+ * launched just before it on the stream must not write them (h may be its output). done: NULL,
+ * or the completion flags above (both pointers set, else COM_EINVAL). Returns 0, COM_EINVAL,
+ * COM_EUNSUPPORTED (hidden > 8192) or COM_EINTERNAL. Enqueued on stream. */
+int kern_pool_cuda(float *out,                   /* [max_seqs * hidden] capacity, device fp32 */
+                   const float *h,               /* [n_tokens, hidden], device fp32 */
+                   const int32_t *cu_seqlens,    /* [n_seqs + 1], device */
+                   const int32_t *n_seqs,        /* [1], device */
+                   const int32_t *out_dim,       /* [1], device */
+                   const int32_t *normalize,     /* [1], device */
+                   const kern_pool_done_t *done, /* NULL or completion flags */
                    int32_t max_seqs, int32_t hidden, kern_pool_mode_t mode,
                    struct CUstream_st *stream, com_error_t *err);
 
@@ -69,6 +80,7 @@ int kern_pool_folded_cuda(float *out,                /* [max_seqs * hidden] capa
                           const int32_t *n_seqs,     /* [1], device */
                           const int32_t *out_dim,    /* [1], device */
                           const int32_t *normalize,  /* [1], device */
+                          const kern_pool_done_t *done, /* NULL or completion flags */
                           int32_t max_seqs, int32_t hidden, kern_pool_mode_t mode,
                           struct CUstream_st *stream, com_error_t *err);
 #endif

@@ -1507,7 +1507,7 @@ static void test_pool_folded_dt(kern_dtype_t dt) {
                     com_error_t err = {0};
                     int rc =
                         kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dd, dnorm,
-                                              ns, H, (kern_pool_mode_t)mode, g_st, &err);
+                                              NULL, ns, H, (kern_pool_mode_t)mode, g_st, &err);
                     CHECK_MSG(rc == 0, "pool_folded_cuda: %s", err.msg);
                     float *got = s_down_f32(dout, (size_t)ns * D);
                     char what[96];
@@ -1519,18 +1519,19 @@ static void test_pool_folded_dt(kern_dtype_t dt) {
                 }
         if (H == 64) { /* refused before anything is enqueued */
             com_error_t err = {0};
-            CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dns, dns, ns,
-                                        96, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dns, dns, NULL,
+                                        ns, 96, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
             CHECK(kern_pool_folded_cuda(dout, dx, (kern_dtype_t)2, dpart, dg, db, eps, dcu, dns,
-                                        dns, dns, ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
-            CHECK(kern_pool_folded_cuda(dout, dx, dt, NULL, dg, db, eps, dcu, dns, dns, dns, ns, H,
-                                        KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+                                        dns, dns, NULL, ns, H, KERN_POOL_MEAN, g_st,
+                                        &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx, dt, NULL, dg, db, eps, dcu, dns, dns, dns, NULL,
+                                        ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
             CHECK(kern_pool_folded_cuda(dout, dx + 4, dt, dpart, dg, db, eps, dcu, dns, dns, dns,
-                                        ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+                                        NULL, ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
             CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart + 1, dg, db, eps, dcu, dns, dns, dns,
-                                        ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
-            CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dns, dns, ns,
-                                        8256, KERN_POOL_MEAN, g_st, &err) == COM_EUNSUPPORTED);
+                                        NULL, ns, H, KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
+            CHECK(kern_pool_folded_cuda(dout, dx, dt, dpart, dg, db, eps, dcu, dns, dns, dns, NULL,
+                                        ns, 8256, KERN_POOL_MEAN, g_st, &err) == COM_EUNSUPPORTED);
         }
         free(x), free(xr), free(h), free(part), free(g), free(b);
         cudaFree(dx), cudaFree(dpart), cudaFree(dg), cudaFree(db);
@@ -1562,7 +1563,7 @@ static void test_pool(void) {
                     int32_t *dd = s_up(&D, 4), *dnorm = s_up(&norm, 4);
                     float *dout = s_dev((size_t)n * H * 4);
                     com_error_t err = {0};
-                    int rc = kern_pool_cuda(dout, dh, dcu, dns, dd, dnorm, n, H,
+                    int rc = kern_pool_cuda(dout, dh, dcu, dns, dd, dnorm, NULL, n, H,
                                             (kern_pool_mode_t)mode, g_st, &err);
                     CHECK_MSG(rc == 0, "pool_cuda: %s", err.msg);
                     float *got = s_down_f32(dout, (size_t)ns * D);
@@ -1573,23 +1574,36 @@ static void test_pool(void) {
                     free(got), free(ref);
                     cudaFree(dd), cudaFree(dnorm), cudaFree(dout);
                 }
-        if (H == 384) { /* into mapped pinned host memory, as the engine's staging slots */
+        if (H == 384) { /* into mapped pinned host memory, as the engine's staging slots, with
+                           the completion flags the engine waits on: flags[s] = epoch for the
+                           ns sequences, the flag past them untouched */
             float *host = NULL, *mapped = NULL;
+            uint32_t *flags = NULL, *flags_dev = NULL;
             CHECK(cudaHostAlloc((void **)&host, (size_t)ns * H * 4, cudaHostAllocMapped) ==
                   cudaSuccess);
             CHECK(cudaHostGetDevicePointer((void **)&mapped, host, 0) == cudaSuccess);
-            const int32_t one = 1;
-            int32_t *dd = s_up(&H, 4), *dnorm = s_up(&one, 4);
+            CHECK(cudaHostAlloc((void **)&flags, (ns + 1) * 4, cudaHostAllocMapped) == cudaSuccess);
+            CHECK(cudaHostGetDevicePointer((void **)&flags_dev, flags, 0) == cudaSuccess);
+            const int32_t one = 1, epoch = 0x5eed;
+            int32_t *dd = s_up(&H, 4), *dnorm = s_up(&one, 4), *depoch = s_up(&epoch, 4);
+            for (int32_t s = 0; s <= ns; s++)
+                flags[s] = 7;
+            const kern_pool_done_t done = {flags_dev, depoch};
             float *ref = malloc((size_t)ns * H * sizeof *ref);
             kern_pool_ref(ref, h, cu, ns, H, KERN_POOL_MEAN, H, true);
             com_error_t err = {0};
-            CHECK_MSG(kern_pool_cuda(mapped, dh, dcu, dns, dd, dnorm, n, H, KERN_POOL_MEAN, g_st,
-                                     &err) == 0,
+            CHECK_MSG(kern_pool_cuda(mapped, dh, dcu, dns, dd, dnorm, &done, n, H, KERN_POOL_MEAN,
+                                     g_st, &err) == 0,
                       "pool_cuda mapped: %s", err.msg);
             CHECK(cudaStreamSynchronize(g_st) == cudaSuccess);
             s_cmp("pool mean L2 into mapped host memory", host, ref, (size_t)ns * H, 1e-5, 1e-4);
+            for (int32_t s = 0; s <= ns; s++)
+                CHECK_MSG(flags[s] == (s < ns ? (uint32_t)epoch : 7u),
+                          "pool completion flag %d: %u, want %u", (int)s, flags[s],
+                          s < ns ? (unsigned)epoch : 7u);
             free(ref);
-            cudaFree(dd), cudaFree(dnorm), cudaFreeHost(host);
+            cudaFree(dd), cudaFree(dnorm), cudaFree(depoch), cudaFreeHost(host),
+                cudaFreeHost(flags);
         }
         free(h);
         cudaFree(dh), cudaFree(dcu), cudaFree(dns);
@@ -1597,8 +1611,11 @@ static void test_pool(void) {
     { /* wider than the kernel keeps in registers: refused, not wrong */
         com_error_t err = {0};
         int32_t *d1 = s_up(&ns, 4);
-        CHECK(kern_pool_cuda((float *)d1, (const float *)d1, d1, d1, d1, d1, 1, 8196,
+        CHECK(kern_pool_cuda((float *)d1, (const float *)d1, d1, d1, d1, d1, NULL, 1, 8196,
                              KERN_POOL_MEAN, g_st, &err) == COM_EUNSUPPORTED);
+        const kern_pool_done_t half = {(uint32_t *)d1, NULL}; /* flags without an epoch */
+        CHECK(kern_pool_cuda((float *)d1, (const float *)d1, d1, d1, d1, d1, &half, 1, 8,
+                             KERN_POOL_MEAN, g_st, &err) == COM_EINVAL);
         cudaFree(d1);
     }
     printf("pool: CLS / mean / last x normalize x Matryoshka checked\n");

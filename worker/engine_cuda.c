@@ -11,8 +11,10 @@
  *   given the slot's two buffers: its first kernel pulls the input across PCIe into the model's
  *   device input area, its pooling kernel writes the [n_seqs, out_dim] fp32 result straight
  *   into the slot's output buffer (no copy-engine transfers: they cost ~15 us of a batch-1
- *   chunk, docs/benchmarks.md) -> cudaEventRecord(slot event) -> hand the slot to the
- *   completion thread. Lanes (device option lanes=N, default 2): the model keeps N sets of
+ *   chunk, docs/benchmarks.md), and after each row a completion flag (the chunk's epoch, packed
+ *   with its input) -> hand the slot to the completion thread. One chunk in gpu_time (default
+ *   8) is timed instead: a pair of events around its pass.
+ *   Lanes (device option lanes=N, default 2): the model keeps N sets of
  *   activations, each with a non-blocking stream of its own; a chunk runs in the lane of the
  *   last one while that lane has nothing queued (warm caches for one batch at a time), else in
  *   the least loaded lane (s_pick_lane), so under load consecutive chunks' passes overlap on
@@ -44,10 +46,12 @@
  *   hence one per bucket and slot; every kernel reads the batch from device memory, so one graph
  *   serves any mix of sequences.
  *
- * Completion thread: takes slots in order, cudaEventSynchronize, copies the slot's output into
- *   the result's heap buffer (results own their memory and may outlive the engine), marks the
- *   result complete on its last chunk, frees the slot, writes the eventfd. wrk_result_poll
- *   reads the done flag this thread sets (set after the event completed and the copy landed).
+ * Completion thread: takes slots in order, waits for the chunk's flags (spinning on mapped
+ *   memory, asking the lane's stream for a failure every ~100 us) or, for a timed chunk, its
+ *   end event (cudaEventSynchronize), copies the slot's output into the result's heap buffer
+ *   (results own their memory and may outlive the engine), marks the result complete on its
+ *   last chunk, frees the slot, writes the eventfd. wrk_result_poll reads the done flag this
+ *   thread sets (set after the chunk completed and the copy landed).
  *
  * Errors: any CUDA / cuBLASLt failure (enqueue, capture or completion) makes the engine broken
  *   (sticky, with the first message): in-flight results fail with that message, every later
@@ -61,6 +65,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,11 +89,16 @@ _Static_assert(sizeof((wrk_cuda_stats_t *)0)->lane_chunks == S_MAX_LANES * sizeo
                "a lane_chunks counter per lane");
 
 typedef struct s_slot {
-    int32_t *in_host, *in_dev;  /* [input words of the largest bucket], mapped pinned (host and
-                                   device addresses) */
-    float *out_host, *out_dev;  /* [max_bucket * hidden], mapped pinned */
+    int32_t *in_host, *in_dev; /* [input words of the largest bucket], mapped pinned (host and
+                                  device addresses) */
+    float *out_host, *out_dev; /* [max_bucket * hidden], mapped pinned */
+    /* [max_bucket] completion flags after out (same allocation): the pooling writes the chunk's
+     * epoch into done[s] once row s is in out (wrk_bert_cuda_forward) */
+    volatile uint32_t *done_host;
+    uint32_t *done_dev;
+    uint32_t epoch;             /* the chunk's (never 0: 0 marks no chunk) */
     cudaEvent_t ev0;            /* recorded before the forward pass of a timed chunk */
-    cudaEvent_t ev;             /* recorded after it */
+    cudaEvent_t ev;             /* ... and after it */
     double t_start;             /* s_now_ms at the chunk's start in submit */
     double t_ready, t_launched; /* ... before its CUDA calls and after them */
     int state;                  /* S_FREE / S_QUEUED, under e->mu */
@@ -202,7 +212,7 @@ static int32_t s_pick_lane(s_cuda_t *e) {
  * kernel by kernel (run eagerly or inside a capture). */
 static int s_pass(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_error_t *err) {
     return wrk_bert_cuda_forward(e->model, lane, bi, e->slots[si].in_dev, e->slots[si].out_dev,
-                                 e->streams[lane], err);
+                                 e->slots[si].done_dev, e->streams[lane], err);
 }
 
 static int s_forward_eager(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_error_t *err) {
@@ -253,22 +263,63 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
     sl->t_start = s_now_ms();
     const int32_t n_tokens = b->cu_seqlens[s1] - b->cu_seqlens[s0];
     const int32_t T = wrk_cuda_bucket_tokens(n_tokens), bi = s_bucket_index(e, T);
+    const int64_t k = e->stats.chunks++;
+    sl->epoch = (uint32_t)(k % UINT32_MAX) + 1;
     wrk_bert_cuda_pack(sl->in_host, T, b->token_ids, b->type_ids, b->cu_seqlens + s0, s1 - s0, dim,
-                       normalize);
+                       normalize, sl->epoch);
     const int32_t si = (int32_t)(sl - e->slots), lane = sl->lane = s_pick_lane(e);
     sl->t_ready = s_now_ms();
     /* an event record costs ~0.9 us of a chunk's wall time (docs/engine.md), so only every
-     * time_every-th chunk is timed */
-    const int64_t k = e->stats.chunks++;
+     * time_every-th chunk is timed, by a pair of events; the others complete by their flags */
     sl->timed = e->time_every > 0 && k % e->time_every == 0;
     if (sl->timed)
         KERN_CUDA_TRY(cudaEventRecord(sl->ev0, e->streams[lane]), err);
     int rc = s_forward(e, bi, si, lane, err);
     if (rc != 0)
         return rc;
-    KERN_CUDA_TRY(cudaEventRecord(sl->ev, e->streams[lane]), err);
+    if (sl->timed)
+        KERN_CUDA_TRY(cudaEventRecord(sl->ev, e->streams[lane]), err);
     sl->t_launched = s_now_ms();
     return 0;
+}
+
+/* Waits for an untimed chunk's completion flags (every sequence's done word = its epoch): seen
+ * ~4 us sooner than an event recorded after the pass (docs/engine.md). Every ~100 us of waiting
+ * the lane's stream is asked for a failure (a sticky error stops the flags); a stream found idle
+ * with a flag still missing is a failure too. */
+static cudaError_t s_wait_flags(s_cuda_t *e, const s_slot_t *sl, const char **what) {
+    double next_check = 0;
+    for (unsigned spins = 0;; spins++) {
+        int32_t s = 0;
+        while (s < sl->n_seqs && sl->done_host[s] == sl->epoch)
+            s++;
+        if (s == sl->n_seqs) {
+            atomic_thread_fence(memory_order_acquire); /* the rows after their flags */
+            return cudaSuccess;
+        }
+        if (spins % 256 != 0)
+            continue;
+        const double now = s_now_ms();
+        if (next_check == 0) {
+            next_check = now + 0.1;
+        } else if (now >= next_check) {
+            const cudaError_t ce = cudaStreamQuery(e->streams[sl->lane]);
+            if (ce != cudaSuccess && ce != cudaErrorNotReady) {
+                *what = "cudaStreamQuery(batch)";
+                return ce;
+            }
+            if (ce == cudaSuccess) { /* the pass ended: its flags were written before that */
+                atomic_thread_fence(memory_order_seq_cst);
+                for (s = 0; s < sl->n_seqs && sl->done_host[s] == sl->epoch; s++) {
+                }
+                if (s == sl->n_seqs)
+                    return cudaSuccess;
+                *what = "the pass ended without its completion flags";
+                return cudaErrorUnknown;
+            }
+            next_check = now + 0.1;
+        }
+    }
 }
 
 static void *s_completion_main(void *arg) {
@@ -294,11 +345,14 @@ static void *s_completion_main(void *arg) {
             if (r->err.code == 0)
                 r->err = sl->err;
         } else {
-            cudaError_t ce = cudaEventSynchronize(sl->ev);
+            /* timed chunks by their end event, so the GPU time is counted before the result
+             * completes; the others by their flags */
+            const char *what = "cudaEventSynchronize(batch)";
+            cudaError_t ce = sl->timed ? cudaEventSynchronize(sl->ev) : s_wait_flags(e, sl, &what);
             t_seen = s_now_ms();
             if (ce != cudaSuccess) {
-                snprintf(msg, sizeof msg, "cudaEventSynchronize(batch): %s: %s",
-                         cudaGetErrorName(ce), cudaGetErrorString(ce));
+                snprintf(msg, sizeof msg, "%s: %s: %s", what, cudaGetErrorName(ce),
+                         cudaGetErrorString(ce));
                 s_set_broken(e, msg);
                 failed = true;
             } else if (atomic_load(&e->broken) && r->err.code == 0) {
@@ -482,7 +536,7 @@ static int s_capture_all(s_cuda_t *e, com_error_t *err) {
         /* the layout depends on the bucket: pack the dummy for this one (the previous bucket's
          * warm-up has finished reading the slot: synchronised below) */
         wrk_bert_cuda_pack(e->slots[0].in_host, e->buckets[bi], ids, NULL, cu, 1,
-                           e->info.embedding_dim, false);
+                           e->info.embedding_dim, false, 0);
         int rc = s_forward_eager(e, bi, 0, 0, err);
         for (int32_t si = 0; si < e->n_slots && rc == 0; si++)
             for (int32_t lane = 0; lane < e->n_lanes && rc == 0; lane++)
@@ -671,13 +725,17 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     for (int32_t l = 0; l < lanes; l++)
         S_CUDA(cudaStreamCreateWithFlags(&e->streams[l], cudaStreamNonBlocking));
     const size_t in_bytes = wrk_bert_cuda_input_words(max_bucket) * sizeof(int32_t);
-    const size_t out_bytes = (size_t)max_bucket * (size_t)e->info.hidden_size * sizeof(float);
+    const size_t out_floats = (size_t)max_bucket * (size_t)e->info.hidden_size;
+    const size_t out_bytes = out_floats * sizeof(float) + (size_t)max_bucket * sizeof(uint32_t);
     for (int i = 0; i < e->n_slots; i++) {
         s_slot_t *sl = &e->slots[i];
         S_CUDA(cudaHostAlloc((void **)&sl->in_host, in_bytes, cudaHostAllocMapped));
         S_CUDA(cudaHostAlloc((void **)&sl->out_host, out_bytes, cudaHostAllocMapped));
         S_CUDA(cudaHostGetDevicePointer((void **)&sl->in_dev, sl->in_host, 0));
         S_CUDA(cudaHostGetDevicePointer((void **)&sl->out_dev, sl->out_host, 0));
+        memset(sl->out_host, 0, out_bytes); /* no flag holds an epoch yet */
+        sl->done_host = (volatile uint32_t *)(sl->out_host + out_floats);
+        sl->done_dev = (uint32_t *)(sl->out_dev + out_floats);
         S_CUDA(cudaEventCreate(&e->slots[i].ev));
         S_CUDA(cudaEventCreate(&e->slots[i].ev0));
     }

@@ -10,7 +10,7 @@
  *
  * Activations per lane (T = the largest bucket, H hidden, I intermediate), all planned here,
  * zeroed once; the tuner times in lane 0's:
- *   in     int32 [4 + 4T + 1]   the input area (wrk_bert_cuda_input_words)
+ *   in     int32 [4 + 4T + 2]   the input area (wrk_bert_cuda_input_words)
  *   h32    fp32  [T, H]         residual stream (LayerNorm outputs, kept in fp32); with a
  *                               16-bit stream only the last LayerNorm writes it (the pooling
  *                               reads it) and, with r16, the embedding's (the first sublayer
@@ -434,11 +434,12 @@ out:
 }
 
 size_t wrk_bert_cuda_input_words(int32_t T) {
-    return 4 + 4 * (size_t)T + 1;
+    return 4 + 4 * (size_t)T + 2;
 }
 
 void wrk_bert_cuda_pack(int32_t *dst, int32_t T, const int32_t *ids, const int32_t *types,
-                        const int32_t *cu, int32_t n_seqs, int32_t out_dim, bool normalize) {
+                        const int32_t *cu, int32_t n_seqs, int32_t out_dim, bool normalize,
+                        uint32_t epoch) {
     const int32_t base = cu[0], n_tokens = cu[n_seqs] - base;
     dst[0] = n_seqs;
     dst[1] = n_tokens;
@@ -456,6 +457,7 @@ void wrk_bert_cuda_pack(int32_t *dst, int32_t T, const int32_t *ids, const int32
             d_seq[t] = s;
     }
     d_cu[n_seqs] = n_tokens;
+    dst[4 + 4 * (size_t)T + 1] = (int32_t)epoch;
 }
 
 void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p) {
@@ -533,7 +535,7 @@ static int s_time_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t st, cudaE
                           cudaEvent_t e1, float *ms, com_error_t *err) {
     enum { kWarm = 3, kReps = 20, kTrials = 3 };
     KERN_CUDA_TRY(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), err);
-    int rc = wrk_bert_cuda_forward(m, 0, bi, NULL, NULL, st, err);
+    int rc = wrk_bert_cuda_forward(m, 0, bi, NULL, NULL, NULL, st, err);
     cudaGraph_t graph = NULL;
     cudaError_t ce = cudaStreamEndCapture(st, &graph);
     if (rc != 0) {
@@ -699,7 +701,7 @@ static int s_refine_in_context(wrk_bert_cuda_t *m, int32_t b, int32_t *refined, 
         ids[t] = (1000 + 7 * t) % m->info.vocab_size;
     for (int32_t s = 0; s <= n_seqs; s++)
         cu[s] = s * 128 < T ? s * 128 : T;
-    wrk_bert_cuda_pack(host, T, ids, NULL, cu, n_seqs, H, false);
+    wrk_bert_cuda_pack(host, T, ids, NULL, cu, n_seqs, H, false, 0);
     cudaError_t ce = cudaMemcpy(m->lanes[0].in, host, words * sizeof *host, cudaMemcpyHostToDevice);
     /* from pageable memory cudaMemcpy may return before its DMA has landed, and the timing
      * below runs on a non-blocking stream, which does not wait for the legacy stream: without
@@ -1059,7 +1061,7 @@ size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m) {
 }
 
 int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const int32_t *in_src,
-                          float *out, cudaStream_t stream, com_error_t *err) {
+                          float *out, uint32_t *done, cudaStream_t stream, com_error_t *err) {
     if (bi < 0 || bi >= m->n_buckets || lane < 0 || lane >= m->n_lanes)
         return com_error_set(err, COM_EINVAL, "bert cuda forward: bucket index %d, lane %d",
                              (int)bi, (int)lane);
@@ -1070,6 +1072,7 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
     const int32_t *meta = a->in, *ids = a->in + 4, *seq = ids + T, *types = seq + T,
                   *cu = types + T;
     const int32_t *n_seqs = meta, *n_tokens = meta + 1, *out_dim = meta + 2, *norm = meta + 3;
+    const kern_pool_done_t pool_done = {done, cu + T + 1}; /* the epoch follows cu_seqlens */
     kern_linear_plan_t *const *p = m->plans + (size_t)bi * S_N_GEMM;
     const bool fold = s_folded(m, bi);
     const kern_attention_params_t ap = {in->num_heads, in->num_heads, in->head_dim,
@@ -1146,9 +1149,11 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
     const s_layer_t *last = &m->layers[in->num_layers - 1];
     if (fold) /* the last LayerNorm on the fly, from hb and sf */
         S_TRY(kern_pool_folded_cuda(dst, a->hb, m->dtype, a->sf, last->ln2_g, last->ln2_b, eps, cu,
-                                    n_seqs, out_dim, norm, T, H, mode, stream, err));
+                                    n_seqs, out_dim, norm, done ? &pool_done : NULL, T, H, mode,
+                                    stream, err));
     else
-        S_TRY(kern_pool_cuda(dst, a->h32, cu, n_seqs, out_dim, norm, T, H, mode, stream, err));
+        S_TRY(kern_pool_cuda(dst, a->h32, cu, n_seqs, out_dim, norm, done ? &pool_done : NULL, T, H,
+                             mode, stream, err));
 #undef S_TRY
     return 0;
 }

@@ -32,6 +32,7 @@ typedef struct wrk_bert_cuda wrk_bert_cuda_t;
  *   [0] n_seqs  [1] n_tokens  [2] out_dim  [3] normalize (0/1)
  *   [4, 4+T)        token ids            [4+T, 4+2T)  sequence index of each token
  *   [4+2T, 4+3T)    token type ids       [4+3T, 4+4T+1) cu_seqlens (first n_seqs + 1 used)
+ *   [4+4T+1]        the chunk's epoch (the pooling's completion flags, wrk_bert_cuda_forward)
  * Only the first n_tokens entries of each token section are meaningful. */
 size_t wrk_bert_cuda_input_words(int32_t bucket_tokens);
 
@@ -41,7 +42,7 @@ size_t wrk_bert_cuda_input_words(int32_t bucket_tokens);
  * - cu[0] <= bucket_tokens, 1 <= out_dim <= hidden. */
 void wrk_bert_cuda_pack(int32_t *dst, int32_t bucket_tokens, const int32_t *ids,
                         const int32_t *types, const int32_t *cu, int32_t n_seqs, int32_t out_dim,
-                        bool normalize);
+                        bool normalize, uint32_t epoch);
 
 /* Choices made at start. residual: the type of the residual stream (the LayerNorm outputs that
  * the next add reads; the GEMMs read a bf16 copy either way): a kern_residual_type_t, or
@@ -115,9 +116,12 @@ void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t
  * into the model's device input area, so no copy-engine transfer is needed; NULL = the device area
  * already holds it. out: where the pooled [n_seqs, out_dim] fp32 result goes (16-byte aligned
  * device address, e.g. mapped host memory, which the pooling kernel then writes across PCIe); NULL
- * = an internal device buffer. A CUDA graph of the pass bakes both addresses. Returns 0 or
+ * = an internal device buffer. done: NULL, or [bucket] flags (device address, e.g. mapped host
+ * memory): the pooling writes the input's epoch into done[s] once row s of out is visible
+ * system-wide (kernels/pool.h, kern_pool_done_t), so a host spinning on them sees the result
+ * without waiting for an event. A CUDA graph of the pass bakes the three addresses. Returns 0 or
  * COM_EINTERNAL / COM_EINVAL with err. */
 int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bucket_index, const int32_t *in,
-                          float *out, struct CUstream_st *stream, com_error_t *err);
+                          float *out, uint32_t *done, struct CUstream_st *stream, com_error_t *err);
 
 #endif
