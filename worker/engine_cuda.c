@@ -126,6 +126,7 @@ typedef struct s_cuda {
     s_slot_t slots[S_MAX_SLOTS];
     int32_t next_submit, next_done;
     pthread_mutex_t mu;
+    pthread_mutex_t capture_mu; /* held by the submitter while a stream captures */
     pthread_cond_t cv;
     bool stop;
     pthread_t thread;
@@ -223,10 +224,15 @@ static int s_forward_eager(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, co
 static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_error_t *err) {
     const double t0 = s_now_ms();
     cudaStream_t st = e->streams[lane];
-    KERN_CUDA_TRY(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), err);
+    pthread_mutex_lock(&e->capture_mu); /* no stream query while a stream captures */
+    cudaError_t ce = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
+    if (ce != cudaSuccess)
+        pthread_mutex_unlock(&e->capture_mu);
+    KERN_CUDA_TRY(ce, err);
     int rc = s_pass(e, bi, si, lane, err);
     cudaGraph_t graph = NULL;
-    cudaError_t ce = cudaStreamEndCapture(st, &graph);
+    ce = cudaStreamEndCapture(st, &graph);
+    pthread_mutex_unlock(&e->capture_mu);
     if (rc != 0) {
         if (graph)
             cudaGraphDestroy(graph);
@@ -285,8 +291,8 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
 
 /* Waits for an untimed chunk's completion flags (every sequence's done word = its epoch): seen
  * ~4 us sooner than an event recorded after the pass (docs/engine.md). Every ~100 us of waiting
- * the lane's stream is asked for a failure (a sticky error stops the flags); a stream found idle
- * with a flag still missing is a failure too. */
+ * the lane's stream is asked for a failure (a sticky error stops the flags), unless a capture is
+ * under way; a stream found idle with a flag still missing is a failure too. */
 static cudaError_t s_wait_flags(s_cuda_t *e, const s_slot_t *sl, const char **what) {
     double next_check = 0;
     for (unsigned spins = 0;; spins++) {
@@ -303,7 +309,12 @@ static cudaError_t s_wait_flags(s_cuda_t *e, const s_slot_t *sl, const char **wh
         if (next_check == 0) {
             next_check = now + 0.1;
         } else if (now >= next_check) {
+            /* a stream that is capturing refuses queries (and the query would break the
+             * capture): skip this check while the submitter captures */
+            if (pthread_mutex_trylock(&e->capture_mu) != 0)
+                continue;
             const cudaError_t ce = cudaStreamQuery(e->streams[sl->lane]);
+            pthread_mutex_unlock(&e->capture_mu);
             if (ce != cudaSuccess && ce != cudaErrorNotReady) {
                 *what = "cudaStreamQuery(batch)";
                 return ce;
@@ -526,6 +537,7 @@ static void s_destroy(void *impl) {
         close(e->event_fd);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
+    pthread_mutex_destroy(&e->capture_mu);
     free(e);
 }
 
@@ -673,6 +685,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     if (!e)
         return com_error_set(err, COM_ENOMEM, "engine: out of memory");
     pthread_mutex_init(&e->mu, NULL);
+    pthread_mutex_init(&e->capture_mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     atomic_init(&e->broken, 0);
     e->device = device;
