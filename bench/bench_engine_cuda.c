@@ -174,7 +174,7 @@ static wrk_cuda_stats_t s_counters(wrk_engine_t *e) {
 }
 
 /* medians (ms) of timed runs: wall, its p99, the submit calls; and over the runs whose chunks the
- * engine timed on the GPU (every one with gpu_time=1, else one in gpu_time), their GPU time and
+ * engine timed on the GPU (every run with gpu_time=1, else one in gpu_time), their GPU time and
  * the host's share by the engine's counters (wrk_cuda_stats_t): enqueue, its CUDA calls,
  * wait - GPU (the launch's and the completion's latency), deliver */
 typedef struct timing {
@@ -213,7 +213,9 @@ static timing_t s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps) {
     timing_t t = {0};
     s_stats(v[kWall], reps, &t.wall, &t.wall_p99);
     t.submit = s_median(v[kSubmit], reps);
-    if (n_timed > 0) { /* else (gpu_time=0, or too few runs) the GPU and host parts stay 0 */
+    /* else the GPU and host parts stay 0 (not measured): gpu_time=0, too few runs, or k > 1
+     * batches per run (one batch in gpu_time is timed, so no run is timed whole) */
+    if (n_timed > 0) {
         t.gpu = s_median(v[kGpu], n_timed);
         t.enqueue = s_median(v[kEnqueue], n_timed), t.launch = s_median(v[kLaunch], n_timed);
         t.latency = s_median(v[kLatency], n_timed);

@@ -194,7 +194,7 @@ static void test_residual_range(const char *dir, const char *scratch) {
     printf("dtype range: auto keeps bf16, f16 refused (%s)\n", err.msg);
 }
 
-/* Of the first n chunks enqueued, those timed with gpu_time=every: 0, every, 2 every, ... */
+/* Of the first n batches submitted, those timed with gpu_time=every: 0, every, 2 every, ... */
 static int64_t s_timed(int64_t n, int64_t every) {
     return (n + every - 1) / every;
 }
@@ -499,15 +499,17 @@ int main(void) {
         for (int32_t l = 0; l < s1.n_lanes; l++)
             lanes_used += s1.lane_chunks[l] != s0.lane_chunks[l];
         CHECK_MSG(lanes_used == 1, "%d runs one at a time used %d lanes", n_runs, (int)lanes_used);
-        /* every third chunk enqueued (gpu_time=3: chunks 0, 3, 6, ...) has its GPU time counted
-         * before its result completes; any 3 consecutive chunks hold one */
-        const int64_t timed = s_timed(s1.chunks, 3) - s_timed(s0.chunks, 3);
+        /* the chunk of every third batch submitted (gpu_time=3: batches 0, 3, 6, ...; here one
+         * chunk each) has its GPU time counted before its result completes; any 3 consecutive
+         * batches hold one */
+        const int64_t timed = s_timed(s1.batches, 3) - s_timed(s0.batches, 3);
+        CHECK(s1.batches - s0.batches == n_runs && s1.chunks - s0.chunks == n_runs);
         CHECK_MSG(s1.gpu_chunks == s0.gpu_chunks + timed && timed >= 1 &&
                       s1.gpu_ms_total > s0.gpu_ms_total && s1.gpu_ms_last > 0,
-                  "GPU time: %lld -> %lld chunks timed (want +%lld of %lld -> %lld enqueued), "
+                  "GPU time: %lld -> %lld chunks timed (want +%lld of batches %lld -> %lld), "
                   "%.4f -> %.4f ms",
                   (long long)s0.gpu_chunks, (long long)s1.gpu_chunks, (long long)timed,
-                  (long long)s0.chunks, (long long)s1.chunks, s0.gpu_ms_total, s1.gpu_ms_total);
+                  (long long)s0.batches, (long long)s1.batches, s0.gpu_ms_total, s1.gpu_ms_total);
         /* and the host's share of the same chunks, each part of it counted, the CUDA calls
          * inside the enqueue */
         const double enq = s1.host_enqueue_ms_total - s0.host_enqueue_ms_total,

@@ -12,8 +12,8 @@
  *   device input area, its pooling kernel writes the [n_seqs, out_dim] fp32 result straight
  *   into the slot's output buffer (no copy-engine transfers: they cost ~15 us of a batch-1
  *   chunk, docs/benchmarks.md), and after each row a completion flag (the chunk's epoch, packed
- *   with its input) -> hand the slot to the completion thread. One chunk in gpu_time (default
- *   8) is timed instead: a pair of events around its pass.
+ *   with its input) -> hand the slot to the completion thread. The chunks of one batch in gpu_time
+ *   (default 8) are timed instead: a pair of events around each pass.
  *   Lanes (device option lanes=N, default 2): the model keeps N sets of
  *   activations, each with a non-blocking stream of its own; a chunk runs in the lane of the
  *   last one while that lane has nothing queued (warm caches for one batch at a time), else in
@@ -34,7 +34,7 @@
  *   LayerNorm, worker/model_bert_cuda.h; default auto: at the buckets of up to N = 256 tokens,
  *   where it was measured faster; on: at every bucket), fuse=auto|on|off (QKV + attention as
  *   one kernel at the buckets it supports, worker/model_bert_cuda.h; default auto: at head dim
- *   32 only, where it was measured faster), gpu_time=N (time every Nth chunk's pass on the GPU
+ *   32 only, where it was measured faster), gpu_time=N (time every Nth batch's passes on the GPU
  *   with a pair of events, 0: none; default WRK_CUDA_GPU_TIME_DEFAULT, engine_cuda.h) and
  *   graphs=...:
  *
@@ -114,7 +114,7 @@ typedef struct s_slot {
 typedef struct s_cuda {
     com_model_info_t info;
     int32_t device, max_tokens, graph_mode;
-    int32_t time_every;          /* device option gpu_time: time every Nth chunk (0: none) */
+    int32_t time_every;          /* device option gpu_time: time every Nth batch (0: none) */
     int64_t n_enqueued;          /* chunks enqueued (submitting thread) */
     int32_t n_buckets, *buckets; /* ascending */
     wrk_bert_cuda_t *model;
@@ -263,9 +263,10 @@ static int s_forward(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_erro
     return rc;
 }
 
-/* Enqueues one chunk (sequences [s0, s1) of b) through slot sl. */
+/* Enqueues one chunk (sequences [s0, s1) of b) through slot sl; timed: between a pair of events
+ * (else it completes by its flags alone). */
 static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0, int32_t s1,
-                     int32_t dim, bool normalize, com_error_t *err) {
+                     int32_t dim, bool normalize, bool timed, com_error_t *err) {
     sl->t_start = s_now_ms();
     const int32_t n_tokens = b->cu_seqlens[s1] - b->cu_seqlens[s0];
     const int32_t T = wrk_cuda_bucket_tokens(n_tokens), bi = s_bucket_index(e, T);
@@ -275,10 +276,8 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
                        normalize, sl->epoch);
     const int32_t si = (int32_t)(sl - e->slots), lane = sl->lane = s_pick_lane(e);
     sl->t_ready = s_now_ms();
-    /* an event record costs ~0.9 us of a chunk's wall time (docs/engine.md), so only every
-     * time_every-th chunk is timed, by a pair of events; the others complete by their flags */
-    sl->timed = e->time_every > 0 && k % e->time_every == 0;
-    if (sl->timed)
+    sl->timed = timed;
+    if (timed)
         KERN_CUDA_TRY(cudaEventRecord(sl->ev0, e->streams[lane]), err);
     int rc = s_forward(e, bi, si, lane, err);
     if (rc != 0)
@@ -448,6 +447,10 @@ static int s_submit(void *impl, const wrk_batch_t *b, int32_t dim, bool normaliz
     wrk_result_t *r = calloc(1, sizeof *r);
     if (!r)
         return com_error_set(err, COM_ENOMEM, "submit: out of memory");
+    /* an event record costs ~0.9 us of a chunk's wall time (docs/engine.md), so only the chunks
+     * of every time_every-th batch are timed */
+    const int64_t batch = e->stats.batches++;
+    const bool timed = e->time_every > 0 && batch % e->time_every == 0;
     if (wrk_result_init(r, b->n_seqs, dim, s_result_release, err) != 0) {
         free(r);
         return COM_ENOMEM;
@@ -480,8 +483,9 @@ static int s_submit(void *impl, const wrk_batch_t *b, int32_t dim, bool normaliz
         sl->timed = false;
         sl->failed = false;
         com_error_clear(&sl->err);
-        int rc = atomic_load(&e->broken) ? s_broken_error(e, &sl->err)
-                                         : s_enqueue(e, sl, b, s0, s1, dim, normalize, &sl->err);
+        int rc = atomic_load(&e->broken)
+                     ? s_broken_error(e, &sl->err)
+                     : s_enqueue(e, sl, b, s0, s1, dim, normalize, timed, &sl->err);
         if (rc != 0) {
             s_set_broken(e, sl->err.msg);
             sl->failed = true;

@@ -19,8 +19,8 @@
  */
 int32_t wrk_cuda_bucket_tokens(int32_t n_tokens);
 
-/* Chunks timed on the GPU by default: one in 8 (the event before a pass adds ~0.9 us to its wall
- * time; docs/engine.md). */
+/* Batches whose chunks are timed on the GPU by default: one in 8 (the events around a pass add
+ * ~4 us to its wall time; docs/engine.md). */
 #define WRK_CUDA_GPU_TIME_DEFAULT 8
 
 typedef struct wrk_cuda_stats {
@@ -29,6 +29,7 @@ typedef struct wrk_cuda_stats {
     int32_t max_bucket;     /* largest bucket (tokens) */
     int32_t n_slots;        /* staging slots (chunks in flight) */
     int32_t n_lanes;        /* activation sets: chunks whose passes may run side by side */
+    int64_t batches;        /* batches submitted (wrk_engine_submit calls that got this far) */
     int64_t chunks;         /* chunks enqueued */
     int64_t lane_chunks[4]; /* ... per lane ([0, n_lanes) used) */
     int32_t n_graphs;       /* CUDA graphs captured (<= one per bucket, slot, lane) */
@@ -43,8 +44,8 @@ typedef struct wrk_cuda_stats {
     size_t pinned_bytes;    /* host staging (input + output slots) */
     /* GEMM plans (buckets x 4) whose algorithm was timed at start / taken from the tuning cache */
     int32_t plans_timed, plans_cached;
-    /* GPU time of the timed chunks' forward passes, input copy kernel to pooling: every
-     * gpu_time-th chunk enqueued (device option, default WRK_CUDA_GPU_TIME_DEFAULT), the first
+    /* GPU time of the timed chunks' forward passes, input copy kernel to pooling: those of every
+     * gpu_time-th batch submitted (device option, default WRK_CUDA_GPU_TIME_DEFAULT), the first
      * one included (CUDA events; written by the completion thread; with several lanes chunks
      * may overlap, so the sum can exceed the wall time) */
     int64_t gpu_chunks;
