@@ -115,7 +115,6 @@ typedef struct s_cuda {
     com_model_info_t info;
     int32_t device, max_tokens, graph_mode;
     int32_t time_every;          /* device option gpu_time: time every Nth batch (0: none) */
-    int64_t n_enqueued;          /* chunks enqueued (submitting thread) */
     int32_t n_buckets, *buckets; /* ascending */
     wrk_bert_cuda_t *model;
     int32_t n_lanes, n_slots;
@@ -282,7 +281,7 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
     int rc = s_forward(e, bi, si, lane, err);
     if (rc != 0)
         return rc;
-    if (sl->timed)
+    if (timed)
         KERN_CUDA_TRY(cudaEventRecord(sl->ev, e->streams[lane]), err);
     sl->t_launched = s_now_ms();
     return 0;
@@ -447,14 +446,15 @@ static int s_submit(void *impl, const wrk_batch_t *b, int32_t dim, bool normaliz
     wrk_result_t *r = calloc(1, sizeof *r);
     if (!r)
         return com_error_set(err, COM_ENOMEM, "submit: out of memory");
-    /* an event record costs ~0.9 us of a chunk's wall time (docs/engine.md), so only the chunks
-     * of every time_every-th batch are timed */
-    const int64_t batch = e->stats.batches++;
-    const bool timed = e->time_every > 0 && batch % e->time_every == 0;
     if (wrk_result_init(r, b->n_seqs, dim, s_result_release, err) != 0) {
         free(r);
         return COM_ENOMEM;
     }
+    /* the events around a pass add ~4-5 us to its wall time (two records, and completion seen by
+     * the end event rather than the flags: docs/engine.md), so only the chunks of every
+     * time_every-th batch are timed */
+    const int64_t batch = e->stats.batches++;
+    const bool timed = e->time_every > 0 && batch % e->time_every == 0;
     /* Chunks of at most max_tokens. On an idle engine, of at most max_tokens / lanes, so that a
      * large batch keeps every lane busy (MiniLM, 27k tokens on 2 lanes: chunks of <= 16384,
      * 12.4 M tokens/s against 12.0 in one chunk; equal halves ran in lock-step, their kernel
@@ -750,9 +750,9 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         S_CUDA(cudaHostAlloc((void **)&sl->out_host, out_bytes, cudaHostAllocMapped));
         S_CUDA(cudaHostGetDevicePointer((void **)&sl->in_dev, sl->in_host, 0));
         S_CUDA(cudaHostGetDevicePointer((void **)&sl->out_dev, sl->out_host, 0));
-        memset(sl->out_host, 0, out_bytes); /* no flag holds an epoch yet */
         sl->done_host = (volatile uint32_t *)(sl->out_host + out_floats);
         sl->done_dev = (uint32_t *)(sl->out_dev + out_floats);
+        memset((void *)sl->done_host, 0, (size_t)max_bucket * sizeof(uint32_t)); /* no epoch */
         S_CUDA(cudaEventCreate(&e->slots[i].ev));
         S_CUDA(cudaEventCreate(&e->slots[i].ev0));
     }
