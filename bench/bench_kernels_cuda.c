@@ -503,7 +503,6 @@ int main(int argc, char **argv) {
                                                               .in_stats = fold ? d_part : NULL,
                                                               .c = fold ? d_c : NULL,
                                                               .eps = 1e-12f,
-                                                              .cu_seqlens = cuq,
                                                               .tok_seq = d_ts,
                                                               .n_tokens = nq,
                                                               .max_tokens = Tq,

@@ -576,10 +576,9 @@ extern "C" int kern_qkv_attention_cuda(const kern_qkv_attention_args_t *a, cudaS
         return com_error_set(err, COM_EINVAL, "qkv_attention_cuda: no arguments");
     if (a->dtype != KERN_DTYPE_BF16 && a->dtype != KERN_DTYPE_F16)
         return com_error_set(err, COM_EINVAL, "qkv_attention_cuda: dtype %d", (int)a->dtype);
-    if (!a->out || !a->x || !a->w || !a->b || !a->cu_seqlens || !a->tok_seq || !a->n_tokens)
+    if (!a->out || !a->x || !a->w || !a->b || !a->tok_seq || !a->n_tokens)
         return com_error_set(err, COM_EINVAL,
-                             "qkv_attention_cuda: out, x, w, b, cu_seqlens, tok_seq and n_tokens "
-                             "are required");
+                             "qkv_attention_cuda: out, x, w, b, tok_seq and n_tokens are required");
     if (a->max_tokens < 1 || a->n_heads < 1 || a->head_dim < 1 ||
         (int64_t)a->n_heads * a->head_dim != a->hidden || !(a->scale > 0.f) || !isfinite(a->scale))
         return com_error_set(err, COM_EINVAL,

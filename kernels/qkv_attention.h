@@ -37,9 +37,6 @@ typedef struct kern_qkv_attention_args {
     const float *in_stats;
     const float *c; /* [3*hidden] fp32: y = rstd*(x W^T - mean*c) + b (KERN_LINEAR_LN_BIAS) */
     float eps;      /* with in_stats: the LayerNorm's eps (kern::row_stats_one), >= 0 */
-    /* [n_seqs + 1] device, cu[0] = 0, packed sequences in order (required; the kernel itself
-     * masks by tok_seq) */
-    const int32_t *cu_seqlens;
     /* [max_tokens] device: sequence index of token t, valid for t < n_tokens only (stale
      * beyond) */
     const int32_t *tok_seq;

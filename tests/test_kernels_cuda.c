@@ -1323,8 +1323,7 @@ static void test_qkv_attention_dt(kern_dtype_t dt) {
                 }
                 uint16_t *dx = s_up_16(x, nx, h16), *dout = s_dev(no * 2);
                 float *dpart = s_up(part, (size_t)T * nb * 2 * 4);
-                int32_t *dts = s_up(ts, (size_t)T * 4), *dcu = s_up(cu, (size_t)(ns + 1) * 4);
-                int32_t *dn = s_up(&n, 4);
+                int32_t *dts = s_up(ts, (size_t)T * 4), *dn = s_up(&n, 4);
                 const kern_qkv_attention_args_t a = {.dtype = dt,
                                                      .out = dout,
                                                      .ldo = ldo,
@@ -1334,7 +1333,6 @@ static void test_qkv_attention_dt(kern_dtype_t dt) {
                                                      .in_stats = fold ? dpart : NULL,
                                                      .c = fold ? dc : NULL,
                                                      .eps = eps,
-                                                     .cu_seqlens = dcu,
                                                      .tok_seq = dts,
                                                      .n_tokens = dn,
                                                      .max_tokens = T,
@@ -1373,8 +1371,7 @@ static void test_qkv_attention_dt(kern_dtype_t dt) {
                           "%s: second run differs", what);
                 n_runs++;
                 free(got[0]), free(got[1]), free(live), free(x), free(part), free(ts), free(ref);
-                cudaFree(dx), cudaFree(dout), cudaFree(dpart), cudaFree(dts), cudaFree(dcu);
-                cudaFree(dn);
+                cudaFree(dx), cudaFree(dout), cudaFree(dpart), cudaFree(dts), cudaFree(dn);
             }
         free(w), free(b), free(c);
         cudaFree(dw), cudaFree(db), cudaFree(dc);
@@ -1395,7 +1392,6 @@ static void s_qkv_attention_refusals(void) {
                                             .w = d,
                                             .b = d,
                                             .eps = 1e-12f,
-                                            .cu_seqlens = di,
                                             .tok_seq = di,
                                             .n_tokens = di,
                                             .max_tokens = 128,

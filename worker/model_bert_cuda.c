@@ -131,7 +131,7 @@ struct wrk_bert_cuda {
     kern_residual_type_t residual;     /* the residual stream: h32, r16 or hb alone */
     bool fold;                         /* the folded LayerNorm (the header comment) */
     int32_t fold_max;                  /* its largest bucket (INT32_MAX: every one) */
-    bool *fuse_attn;                   /* [n_buckets]: QKV + attention as one kernel */
+    int32_t fuse_max;                  /* the largest bucket with QKV + attention fused (0: none) */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
 
@@ -468,7 +468,6 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p) {
         for (int32_t i = 0; i < m->n_buckets * S_N_GEMM; i++)
             kern_linear_plan_destroy(&m->plans[i]);
     free(m->plans);
-    free(m->fuse_attn);
     if (m->lt)
         cublasLtDestroy(m->lt);
     for (size_t i = 0; i < m->n_allocs; i++)
@@ -573,6 +572,11 @@ static int s_time_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t st, cudaE
 /* Whether bucket b runs the folded pass (the header comment). */
 static bool s_folded(const wrk_bert_cuda_t *m, int32_t b) {
     return m->fold && m->buckets[b] <= m->fold_max;
+}
+
+/* Whether bucket b runs QKV + attention as one kernel (kernels/qkv_attention.h). */
+static bool s_fused(const wrk_bert_cuda_t *m, int32_t b) {
+    return m->buckets[b] <= m->fuse_max;
 }
 
 /* The epilogue of GEMM i (enum above) at bucket b, as its pass runs it (folded or not). */
@@ -890,11 +894,10 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     m->n_buckets = n_buckets;
     m->buckets = malloc((size_t)n_buckets * sizeof *m->buckets);
     m->plans = calloc((size_t)n_buckets * S_N_GEMM, sizeof *m->plans);
-    m->fuse_attn = calloc((size_t)n_buckets, sizeof *m->fuse_attn);
     m->layers = calloc((size_t)info->num_layers, sizeof *m->layers);
     m->n_lanes = opts->lanes > 0 ? opts->lanes : 1;
     m->lanes = calloc((size_t)m->n_lanes, sizeof *m->lanes);
-    if (!m->buckets || !m->plans || !m->fuse_attn || !m->layers || !m->lanes) {
+    if (!m->buckets || !m->plans || !m->layers || !m->lanes) {
         rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
         goto err;
     }
@@ -994,16 +997,19 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     }
     const double acts_ms = (com_clock_mono_us() - t0) / 1e3;
     t0 = com_clock_mono_us();
+    /* the fused kernel takes every bucket up to its largest (kern_qkv_attention_supported) */
+    if (opts->fuse == WRK_BERT_FUSE_ON ||
+        (opts->fuse == WRK_BERT_FUSE_AUTO && info->head_dim == 32))
+        for (int32_t b = 0; b < n_buckets; b++)
+            if (kern_qkv_attention_supported(buckets[b], info->hidden_size, info->num_heads,
+                                             info->head_dim))
+                m->fuse_max = buckets[b];
     for (int32_t b = 0; b < n_buckets; b++) {
         kern_linear_plan_t **p = m->plans + (size_t)b * S_N_GEMM;
-        m->fuse_attn[b] = (opts->fuse == WRK_BERT_FUSE_ON ||
-                           (opts->fuse == WRK_BERT_FUSE_AUTO && info->head_dim == 32)) &&
-                          kern_qkv_attention_supported(buckets[b], info->hidden_size,
-                                                       info->num_heads, info->head_dim);
         for (int i = 0; i < S_N_GEMM; i++) {
             if (i == S_QKVF && !(s_folded(m, b) && info->num_layers > 1))
                 continue; /* no folded QKV */
-            if ((i == S_QKV || i == S_QKVF) && m->fuse_attn[b])
+            if ((i == S_QKV || i == S_QKVF) && s_fused(m, b))
                 continue; /* the fused kernel projects Q, K and V itself */
             int32_t gin, gout;
             s_gemm_shape(m, i, &gin, &gout);
@@ -1041,11 +1047,7 @@ int wrk_bert_cuda_dtype(const wrk_bert_cuda_t *m) {
 }
 
 int32_t wrk_bert_cuda_fuse_max(const wrk_bert_cuda_t *m) {
-    int32_t largest = 0;
-    for (int32_t b = 0; b < m->n_buckets; b++)
-        if (m->fuse_attn[b])
-            largest = m->buckets[b];
-    return largest;
+    return m->fuse_max;
 }
 
 int32_t wrk_bert_cuda_fold_max(const wrk_bert_cuda_t *m) {
@@ -1106,7 +1108,7 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                                lnu = s_fold_ops(m, a, l, S_FF1, n_tokens),
                                lnq = s_fold_ops(m, a, l, S_QKVF, n_tokens);
         uint16_t *const x_att = fold ? a->tmp : a->hb; /* the attention sublayer's output */
-        if (m->fuse_attn[bi]) {                        /* the same two ops as one kernel */
+        if (s_fused(m, bi)) {                          /* the same two ops as one kernel */
             const kern_qkv_attention_args_t qa = {.dtype = m->dtype,
                                                   .out = a->ctx,
                                                   .ldo = H,
@@ -1116,7 +1118,6 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                                                   .in_stats = fold_qkv ? a->sf : NULL,
                                                   .c = fold_qkv ? L->cqkv : NULL,
                                                   .eps = eps,
-                                                  .cu_seqlens = cu,
                                                   .tok_seq = seq,
                                                   .n_tokens = n_tokens,
                                                   .max_tokens = T,
