@@ -279,24 +279,10 @@ __global__ void __launch_bounds__(128, 1)
         } else {
             float2 st = make_float2(0.f, 0.f);
             if (stats) {
-                if constexpr (ONE) { /* kern::row_stats_one's arithmetic, in its order */
-                    float g[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-                    for (int k = 0; k < S; k++)
-                        if (k < nk)
-                            g[k % 4] = __fadd_rn(g[k % 4], pv[k].x);
-                    const float mu = __fdiv_rn(kern::stats_total(g), (float)H);
-#pragma unroll
-                    for (int q = 0; q < 4; q++)
-                        g[q] = 0.f;
-#pragma unroll
-                    for (int k = 0; k < S; k++)
-                        if (k < nk)
-                            g[k % 4] = __fadd_rn(g[k % 4], kern::stats_m2_term(pv[k], mu));
-                    st = kern::stats_finish(kern::stats_total(g), mu, H, eps);
-                } else {
+                if constexpr (ONE) /* the partials loaded with the first burst */
+                    st = kern::row_stats_regs(pv, nk, H, eps);
+                else
                     st = kern::row_stats_one<true>(part, H, eps);
-                }
             }
             s_stats[tid - 64] = st;
         }

@@ -30,6 +30,28 @@ __device__ __forceinline__ float2 stats_finish(float m2_total, float mu, int col
     return make_float2(mu, __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, eps))));
 }
 
+/* (mean, rstd) of a row from its first nb <= N partials, already in registers (v[k], k < nb;
+ * cols = 64 nb): row_stats_one's arithmetic and order, for a kernel that loads the partials early
+ * (kernels/qkv_attention.cu). */
+template <int N>
+__device__ __forceinline__ float2 row_stats_regs(const float2 (&v)[N], int nb, int cols,
+                                                 float eps) {
+    float g[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        if (k < nb)
+            g[k % 4] = __fadd_rn(g[k % 4], v[k].x);
+    const float mu = __fdiv_rn(stats_total(g), (float)cols);
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+        g[q] = 0.f;
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        if (k < nb)
+            g[k % 4] = __fadd_rn(g[k % 4], stats_m2_term(v[k], mu));
+    return stats_finish(stats_total(g), mu, cols, eps);
+}
+
 /* (mean, rstd) of the row whose partials start at part (cols / 64 blocks, 8-byte aligned). REGS:
  * rows of up to kStatsRegBlocks blocks loaded at once; else (or wider rows) in a loop of few
  * registers, for threads that have few. */
@@ -38,26 +60,14 @@ __device__ __forceinline__ float2 row_stats_one(const float *__restrict__ part, 
                                                 float eps) {
     const int nb = cols / KERN_STATS_COLS;
     const float2 *p2 = reinterpret_cast<const float2 *>(part);
-    float g[4] = {0.f, 0.f, 0.f, 0.f};
     if (REGS && nb <= kStatsRegBlocks) {
         float2 v[kStatsRegBlocks];
 #pragma unroll
         for (int k = 0; k < kStatsRegBlocks; k++)
             v[k] = k < nb ? p2[k] : make_float2(0.f, 0.f);
-#pragma unroll
-        for (int k = 0; k < kStatsRegBlocks; k++)
-            if (k < nb)
-                g[k % 4] = __fadd_rn(g[k % 4], v[k].x);
-        const float mu = __fdiv_rn(stats_total(g), (float)cols);
-#pragma unroll
-        for (int q = 0; q < 4; q++)
-            g[q] = 0.f;
-#pragma unroll
-        for (int k = 0; k < kStatsRegBlocks; k++)
-            if (k < nb)
-                g[k % 4] = __fadd_rn(g[k % 4], stats_m2_term(v[k], mu));
-        return stats_finish(stats_total(g), mu, cols, eps);
+        return row_stats_regs(v, nb, cols, eps);
     }
+    float g[4] = {0.f, 0.f, 0.f, 0.f};
     /* 4 blocks a step, so that g stays in registers (g[k % 4] with k unknown would not) */
     for (int k = 0; k < nb; k += 4)
 #pragma unroll
