@@ -20,8 +20,12 @@
  *   S = Q K^T          mma.sync m16n8k16 (type D) -> fp32; Q fragments held in registers, K by
  *                      ldmatrix.x4 from [key][dim] rows padded by 16 bytes (no bank conflicts)
  *   online softmax     in base 2: p = ex2.approx(s * scale * log2 e - m), one FFMA + one MUFU
- *                      per score; running max m (scaled units) per row, O rescaled. Masking
- *                      only in blocks that cross a row's key range (a warp-uniform test).
+ *                      per score; m is a reference max per row (scaled units), moved and O
+ *                      rescaled only when some row of the warp sees a max above its reference
+ *                      by more than kLazy = 8 (so p <= 2^8; after a row's first blocks the
+ *                      rescale is mostly skipped). Masking only in blocks that cross a row's
+ *                      key range (a warp-uniform test), one test per column when the warp's
+ *                      rows share one sequence.
  *   O += P V           P re-packed from the S accumulators into A fragments (no shared memory),
  *                      V by ldmatrix.x4.trans
  * then O / l is written (type D) for the valid rows. GQA: kv head = h / (n_heads / n_kv_heads).
@@ -39,14 +43,19 @@
  *   - the prologue reads n_tokens and the rows' tok_seq in one round trip, then the row ranges,
  *     all before the PDL wait (the batch's layout is written by an earlier grid than the one
  *     before, attention.h), so only the K/V copies and the Q loads follow the wait.
+ *   - the lazy rescale and the shared column mask (above): per 64-key block and warp 258
+ *     instructions where 278 were (unmasked), 323 where 378 (masked, rows of one sequence).
  * Measured on an H200 (PDL on), previous kernel -> this one: one chunk of 16128 tokens in 100
  * sequences of 32..512 (log-uniform), 12 heads (scratch harness, median of 11 x 100 launches):
  * d = 64 102.6 -> 82.3 us, d = 32 64.3-65.1 -> 56.6-57.2 us; bench_kernels_cuda 8 x 512 tokens:
  * bert-base 37.1-38.1 -> 30.6-30.9 us, minilm 23.2 -> 20.7 us; 1 x 128 tokens: no slower
- * (4.35 -> 4.13 us, 3.52 -> 3.27 us). Tried and slower on that chunk: 2 m16 row tiles per warp
- * (128-row CTAs: more masked waste, fewer CTAs), 8-warp CTAs, 32-key blocks, 3-4 stages, 5-6
- * CTAs per SM (spills), issuing the next block's Q K^T before this block's softmax (register
- * pressure), per-16-key chunk skipping inside masked blocks (branches serialise the mmas).
+ * (4.35 -> 4.13 us, 3.52 -> 3.27 us). The lazy rescale and shared mask (session 23, same
+ * bench, two rounds): minilm 16384 ragged tokens 70.0-70.4 -> 67.5-67.8 us, 8 x 512 20.0-20.1 ->
+ * 19.6-19.8, bert-base 8 x 512 (f16) 30.4-30.9 -> 29.9-30.1. Tried and slower on that chunk: 2 m16
+ * row tiles per warp (128-row CTAs: more masked waste, fewer CTAs), 8-warp CTAs, 32-key blocks, 3-4
+ * stages, 5-6 CTAs per SM (spills), issuing the next block's Q K^T before this block's softmax
+ * (register pressure), per-16-key chunk skipping inside masked blocks (branches serialise the
+ * mmas).
  *
  * Launch configurations: bf16 / f16 x HEAD_DIM 32 or 64 x causal no/yes (the tile in Tile: 4
  * warps, 16 rows per warp, 64-key blocks, 2 stages, 4 CTAs per SM). Shared memory: 2 stages x
@@ -63,6 +72,13 @@
 #include "kernels/kern_cuda_dev.cuh"
 
 namespace {
+
+/* How a key block is masked: not at all (every row of the warp sees all its keys), by one
+ * range for the warp (its rows share a sequence), or per row */
+enum { kMaskNone, kMaskShared, kMaskPerRow };
+/* O and l are rescaled only when a row's block max passes its reference by more than this
+ * (base 2): P <= 2^8 fits bf16 / binary16, and the fp32 sums of <= 2^8 x keys stay exact enough */
+constexpr float kLazy = 8.f;
 
 /* Template: D the 16-bit type of q/k/v/out, HD head dim, W warps, MT m16 row tiles per warp (CTA
  * rows = 16 MT W), BN keys per block, ST cp.async stages, MINB CTAs per SM for __launch_bounds__
@@ -200,8 +216,9 @@ __global__ void __launch_bounds__(W * 32, MINB)
 #pragma unroll
         for (int n = 0; n < HD / 8; n++)
             o_acc[t][n][0] = o_acc[t][n][1] = o_acc[t][n][2] = o_acc[t][n][3] = 0.f;
-    /* running max per row (scaled units); row sums of P accumulate on the tensor cores as
-     * P x ones: l_acc[t][0] is row g's sum, l_acc[t][2] row g + 8's ([1], [3]: copies) */
+    /* reference max per row (scaled units; the row's running max is at most kLazy above it);
+     * row sums of P accumulate on the tensor cores as P x ones: l_acc[t][0] is row g's sum,
+     * l_acc[t][2] row g + 8's ([1], [3]: copies) */
     float m_run[MT][2], l_acc[MT][4];
 #pragma unroll
     for (int t = 0; t < MT; t++) {
@@ -234,15 +251,31 @@ __global__ void __launch_bounds__(W * 32, MINB)
                 }
             }
     };
-    /* online softmax of the scores s of key block kb, then O += P V from stage st. MASKED: the
-     * block crosses some row's key range, so scores are masked per element. Straight-line code
-     * (no branches inside), so the compiler can interleave the independent chains. */
-    auto soft_pv = [&](auto masked_c, int st, int32_t kb, Scores &s) {
-        constexpr bool MASKED = decltype(masked_c)::value;
+    /* online softmax of the scores s of key block kb, then O += P V from stage st. MASK: how
+     * the scores are masked when the block crosses some row's key range (kMaskShared, kMaskPerRow).
+     * Straight-line code but for the warp-uniform rescale, so the compiler can interleave the
+     * independent chains. */
+    auto soft_pv = [&](auto mask_c, int st, int32_t kb, Scores &s) {
+        constexpr int MASK = decltype(mask_c)::value;
         float muse[MT][2];
+        /* kMaskShared: every row of the warp has the key range [wlo, whi), so a column's
+         * test serves both of the thread's rows */
+        if (MASK == kMaskShared) {
+            const int32_t rel = kb + 2 * c4 - wlo;
+            const uint32_t len = (uint32_t)(whi - wlo);
+#pragma unroll
+            for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 2; e++)
+                    if ((uint32_t)(rel + 8 * n + e) >= len) {
+#pragma unroll
+                        for (int t = 0; t < MT; t++)
+                            s[t][n][e] = s[t][n][2 + e] = -INFINITY;
+                    }
+        }
 #pragma unroll
         for (int t = 0; t < MT; t++) {
-            if (MASKED) {
+            if (MASK == kMaskPerRow) {
                 /* key - lo for n = 0, e = 0: in range iff (unsigned)(rel + 8n + e) < hi - lo */
 #pragma unroll
                 for (int i = 0; i < 2; i++) {
@@ -271,22 +304,36 @@ __global__ void __launch_bounds__(W * 32, MINB)
                     mx[1][n] = fmaxf(mx[1][n], mx[1][n + w]);
                 }
             }
-            /* running max in scaled base-2 units (scale > 0, so the max commutes with it) */
+            /* the block's row max in scaled base-2 units (scale > 0, so the max commutes with
+             * it); the reference m_run moves (and O, l are rescaled) only when some row of the
+             * warp sees a max above its reference by more than kLazy, so P stays <= 2^kLazy */
+            float mb[2];
+            bool grow = false;
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 float m = mx[i][0];
                 m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
                 m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-                const float mnew = fmaxf(m_run[t][i], m * scale_log2);
-                muse[t][i] = mnew == -INFINITY ? 0.f : mnew;
-                const float alpha = kern::ex2(m_run[t][i] - muse[t][i]); /* -inf -> 0 */
-                m_run[t][i] = mnew;
-                l_acc[t][2 * i] *= alpha;
-#pragma unroll
-                for (int n = 0; n < HD / 8; n++)
-                    o_acc[t][n][2 * i] *= alpha, o_acc[t][n][2 * i + 1] *= alpha;
+                mb[i] = m * scale_log2;
+                grow |= mb[i] > m_run[t][i] + kLazy; /* m_run -inf: any finite max */
             }
-            /* p = 2^(s scale log2(e) - m): one FFMA, one MUFU.EX2 (masked: -inf -> 0) */
+            if (__any_sync(0xffffffffu, grow)) {
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    const float mnew = fmaxf(m_run[t][i], mb[i]);
+                    const float alpha =
+                        kern::ex2(m_run[t][i] - (mnew == -INFINITY ? 0.f : mnew)); /* -inf: 0 */
+                    m_run[t][i] = mnew;
+                    l_acc[t][2 * i] *= alpha;
+#pragma unroll
+                    for (int n = 0; n < HD / 8; n++)
+                        o_acc[t][n][2 * i] *= alpha, o_acc[t][n][2 * i + 1] *= alpha;
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+                muse[t][i] = m_run[t][i] == -INFINITY ? 0.f : m_run[t][i];
+                /* p = 2^(s scale log2(e) - m): one FFMA, one MUFU.EX2 (masked: -inf -> 0) */
 #pragma unroll
             for (int n = 0; n < BN / 8; n++)
 #pragma unroll
@@ -338,9 +385,11 @@ __global__ void __launch_bounds__(W * 32, MINB)
             Scores sc;
             qk(st, sc);
             if (kb >= wlo_in && kb + BN <= whi_in)
-                soft_pv(std::false_type{}, st, kb, sc);
+                soft_pv(std::integral_constant<int, kMaskNone>{}, st, kb, sc);
+            else if (wlo == wlo_in && whi == whi_in)
+                soft_pv(std::integral_constant<int, kMaskShared>{}, st, kb, sc);
             else
-                soft_pv(std::true_type{}, st, kb, sc);
+                soft_pv(std::integral_constant<int, kMaskPerRow>{}, st, kb, sc);
         }
         st = st == ST - 1 ? 0 : st + 1;
     }
