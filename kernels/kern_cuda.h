@@ -50,6 +50,10 @@ static inline void kern_check_fatal(const char *stmt, const char *name, const ch
 void kern_pdl_set(bool on);
 bool kern_pdl_enabled(void);
 
+/* For tests of the failure path: queues on stream a kernel that waits delay_us, then traps,
+ * leaving the context with a sticky error (every later CUDA call of the process fails). */
+int kern_fault_trap_cuda(int32_t delay_us, cudaStream_t stream, com_error_t *err);
+
 #define KERN_CUDA_TRY(stmt, err)                                                                   \
     do {                                                                                           \
         cudaError_t kern_rc_ = (stmt);                                                             \

@@ -13,6 +13,7 @@
  * device", exit 77 (or a failure, if one of those failed). One submitting thread. */
 #include <math.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -406,7 +407,9 @@ static void test_device_options(const char *dir) {
                                       "cuda:0,fuse=",
                                       "cuda:0,gpu_time=",
                                       "cuda:0,gpu_time=-1",
-                                      "cuda:0,gpu_time=1048577"};
+                                      "cuda:0,gpu_time=1048577",
+                                      "cuda:0,fault=0",
+                                      "cuda:0,fault="};
     com_error_t err = {0};
     wrk_engine_t *e = NULL;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -422,10 +425,87 @@ static void test_device_options(const char *dir) {
     wrk_engine_destroy(&e);
 }
 
-int main(void) {
+/* A sticky CUDA error while batches run (device option fault=3: the third chunk's pass is queued
+ * behind a kernel that traps), found by the path `how` names: "flags" (the completion thread,
+ * waiting on the pass's completion flags, asks the stream), "event" (every batch timed: the end
+ * event's synchronisation), "graphs" (every graph captured at start; the failing pass is a graph
+ * launch). Batches 1 and 2 complete; batch 3 and batch 4, queued behind it, fail with the CUDA
+ * error's message within seconds; the engine reports itself unhealthy; a later submit is refused
+ * at once. The process's CUDA context is dead afterwards: ctest runs each as a process of its
+ * own (`engine_cuda fault HOW`). */
+static int test_fault(const char *how) {
+    const char *dev = strcmp(how, "flags") == 0    ? "cuda:0,fault=3,graphs=off,gpu_time=0,tune=off"
+                      : strcmp(how, "event") == 0  ? "cuda:0,fault=3,graphs=off,gpu_time=1,tune=off"
+                      : strcmp(how, "graphs") == 0 ? "cuda:0,fault=3,graphs=all,gpu_time=0,tune=off"
+                                                   : NULL;
+    const char *want = strcmp(how, "event") == 0 ? "cudaEventSynchronize" : "cudaStreamQuery";
+    if (!dev) {
+        fprintf(stderr, "engine_cuda fault: want flags, event or graphs, not \"%s\"\n", how);
+        return 2;
+    }
+    com_prng_seed(&g_rng, 11);
+    com_error_t err = {0};
+    wrk_engine_t *gpu = NULL;
+    wrk_engine_opts_t o = {dev, 0, 1024};
+    int rc = wrk_engine_new(test_model_dir(), &o, &gpu, &err);
+    CHECK_MSG(rc == 0, "%s: %s", dev, err.msg);
+    if (rc != 0)
+        return test_finish();
+    const com_model_info_t *in = wrk_engine_model(gpu);
+    batch_t x[4];
+    wrk_result_t *r[4] = {NULL};
+    for (int i = 0; i < 4; i++)
+        s_make(&x[i], in, 3, 40); /* one chunk each */
+    for (int i = 0; i < 2; i++) {
+        s_run(gpu, &x[i].b, &r[i]);
+        CHECK_MSG(wrk_engine_health(gpu, &err) == 0, "batch %d: healthy (%s)", i + 1, err.msg);
+    }
+    const int64_t t0 = com_clock_mono_us();
+    for (int i = 2; i < 4; i++) { /* 3 traps, 4 is queued behind it */
+        rc = wrk_engine_submit(gpu, &x[i].b, &r[i], &err);
+        CHECK_MSG(rc == 0, "batch %d is accepted (the trap is asynchronous): %s", i + 1, err.msg);
+    }
+    for (int i = 2; i < 4; i++) {
+        if (!r[i])
+            continue;
+        com_error_t werr = {0};
+        rc = wrk_result_wait(r[i], &werr);
+        CHECK_MSG(rc == COM_EINTERNAL && strstr(werr.msg, want) &&
+                      strstr(werr.msg, "unspecified launch failure"),
+                  "batch %d fails with the CUDA error found by %s: rc %d (%s)", i + 1, want, rc,
+                  werr.msg);
+        int32_t n = -1;
+        CHECK(wrk_result_embeddings(r[i], &n, NULL) == NULL && n == 0);
+    }
+    const double waited_s = (double)(com_clock_mono_us() - t0) / 1e6;
+    CHECK_MSG(waited_s < 10.0, "the failure was found after %.1f s", waited_s);
+    rc = wrk_engine_health(gpu, &err);
+    CHECK_MSG(rc != 0 && strstr(err.msg, "unspecified launch failure"),
+              "unhealthy after the fault: rc %d (%s)", rc, err.msg);
+    wrk_result_t *late = NULL;
+    rc = wrk_engine_submit(gpu, &x[0].b, &late, &err);
+    CHECK_MSG(rc == COM_EINTERNAL && late == NULL && strstr(err.msg, "unusable"),
+              "a later submit is refused at once: rc %d (%s)", rc, err.msg);
+    printf("fault (%s): batches 3-4 failed after %.3f s: %s\n", how, waited_s, err.msg);
+    for (int i = 0; i < 4; i++) {
+        wrk_result_destroy(&r[i]);
+        s_free(&x[i]);
+    }
+    wrk_engine_destroy(&gpu);
+    return test_finish();
+}
+
+int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a timeout */
-    test_buckets();
-    test_device_options(test_model_dir());
+    const bool fault = argc == 3 && strcmp(argv[1], "fault") == 0;
+    if (argc > 1 && !fault) {
+        fprintf(stderr, "usage: engine_cuda [fault flags|event|graphs]\n");
+        return 2;
+    }
+    if (!fault) {
+        test_buckets();
+        test_device_options(test_model_dir());
+    }
     int n_dev = 0;
     cudaError_t ce = cudaGetDeviceCount(&n_dev);
     if (ce != cudaSuccess || n_dev < 1) {
@@ -437,6 +517,8 @@ int main(void) {
         return TEST_SKIP_CODE;
     }
     test_require_model();
+    if (fault)
+        return test_fault(argv[2]);
     /* every engine here keeps its GEMM choices in a scratch file, not the user's cache */
     char scratch[512], main_cache[640];
     CHECK(test_scratch_dir("engine_cuda", scratch, sizeof scratch) == 0);

@@ -35,8 +35,9 @@
  *   where it was measured faster; on: at every bucket), fuse=auto|on|off (QKV + attention as
  *   one kernel at the buckets it supports, worker/model_bert_cuda.h; default auto: at head dim
  *   32 only, where it was measured faster), gpu_time=N (time every Nth batch's passes on the GPU
- *   with a pair of events, 0: none; default WRK_CUDA_GPU_TIME_DEFAULT, engine_cuda.h) and
- *   graphs=...:
+ *   with a pair of events, 0: none; default WRK_CUDA_GPU_TIME_DEFAULT, engine_cuda.h), fault=N
+ *   (for tests of the failure path: the Nth chunk's pass is queued behind a kernel that traps,
+ *   kern_fault_trap_cuda, a sticky error) and graphs=...:
  *
  * Forward pass per bucket (device option "graphs=lazy|all|off", default lazy): 0 lazy: a bucket's
  *   first chunk runs eagerly, every later one launches its slot's graph of the bucket, captured
@@ -83,6 +84,9 @@
 #define S_DEFAULT_LANES      2
 #define S_MAX_LANES          4
 #define S_MAX_SLOTS          (2 * S_MAX_LANES)
+/* device option fault=N: the trap kernel waits this long first, so the pass is queued behind it
+ * and the failure is found by the completion thread, not by the enqueue */
+#define S_FAULT_DELAY_US 2000
 
 enum { S_FREE = 0, S_QUEUED };
 _Static_assert(sizeof((wrk_cuda_stats_t *)0)->lane_chunks == S_MAX_LANES * sizeof(int64_t),
@@ -115,6 +119,7 @@ typedef struct s_cuda {
     com_model_info_t info;
     int32_t device, max_tokens, graph_mode;
     int32_t time_every;          /* device option gpu_time: time every Nth batch (0: none) */
+    int32_t fault_at;            /* device option fault: the chunk that traps (0: none) */
     int32_t n_buckets, *buckets; /* ascending */
     wrk_bert_cuda_t *model;
     int32_t n_lanes, n_slots;
@@ -274,6 +279,13 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
     wrk_bert_cuda_pack(sl->in_host, T, b->token_ids, b->type_ids, b->cu_seqlens + s0, s1 - s0, dim,
                        normalize, sl->epoch);
     const int32_t si = (int32_t)(sl - e->slots), lane = sl->lane = s_pick_lane(e);
+    if (e->fault_at > 0 && k + 1 == e->fault_at) { /* a test of the failure path */
+        COM_WARN("engine cuda:%d: chunk %lld traps (device option fault)", (int)e->device,
+                 (long long)(k + 1));
+        int rc = kern_fault_trap_cuda(S_FAULT_DELAY_US, e->streams[lane], err);
+        if (rc != 0)
+            return rc;
+    }
     sl->t_ready = s_now_ms();
     sl->timed = timed;
     if (timed)
@@ -608,6 +620,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     int32_t graph_mode = 0, tune = 1, pdl = 1, residual = WRK_BERT_RESIDUAL_AUTO, tune_cache = 1;
     int32_t lanes = S_DEFAULT_LANES, dtype = WRK_BERT_DTYPE_AUTO, fold = WRK_BERT_FOLD_AUTO;
     int32_t fold_max = 0, fuse = WRK_BERT_FUSE_AUTO, time_every = WRK_CUDA_GPU_TIME_DEFAULT;
+    int32_t fault_at = 0;
     /* options after the device, comma-separated: each one of these words, or (max > 0) the
      * word followed by a decimal number in [value, max] */
     const struct {
@@ -637,7 +650,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  {"fuse=auto", &fuse, WRK_BERT_FUSE_AUTO, 0},
                  {"fuse=off", &fuse, WRK_BERT_FUSE_OFF, 0},
                  {"fuse=on", &fuse, WRK_BERT_FUSE_ON, 0},
-                 {"gpu_time=", &time_every, 0, 1 << 20}};
+                 {"gpu_time=", &time_every, 0, 1 << 20},
+                 {"fault=", &fault_at, 1, 1 << 30}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
          o = strchr(o + 1, ',')) {
         const char *v = o + 1;
@@ -658,7 +672,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                 "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
                 "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
                 "tune_cache=on|off, lanes=1..%d, dtype=auto|bf16|f16, "
-                "fold=auto|on|off, fold_max=1..1048576, fuse=auto|on|off, gpu_time=0..1048576)",
+                "fold=auto|on|off, fold_max=1..1048576, fuse=auto|on|off, gpu_time=0..1048576, "
+                "fault=1..1073741824)",
                 (int)n, v, S_MAX_LANES);
         *words[w].var = words[w].max == 0 ? words[w].value : x;
     }
@@ -696,6 +711,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->max_tokens = max_tokens;
     e->graph_mode = graph_mode;
     e->time_every = time_every;
+    e->fault_at = fault_at;
     /* 2 staging slots per lane (one running, one queued behind it), 3 with one lane (one
      * running, one queued, one being packed); a chunk's lane is picked when it is enqueued
      * (s_pick_lane) */
