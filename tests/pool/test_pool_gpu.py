@@ -50,7 +50,7 @@ def test_gpu_fault(a):
         check(rc == S_EXIT_ENGINE, "the GPU worker exits %d after the trap (rc %s)"
               % (S_EXIT_ENGINE, rc))
         log = gpu.log_text()
-        check("unspecified launch failure" in log and "reporting unhealthy" in log,
+        check("cudaError" in log and "reporting unhealthy" in log,
               "its log names the CUDA error and the unhealthy report:\n%s" % pu.tail(gpu.log_path, 8))
         req.join(pu.scaled(120))
         check(req.rep is not None and req.rep.get("t") == "embed_reply",
