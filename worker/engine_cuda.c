@@ -305,13 +305,18 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
  * under way; a stream found idle with a flag still missing is a failure too. */
 static cudaError_t s_wait_flags(s_cuda_t *e, const s_slot_t *sl, const char **what) {
     double next_check = 0;
+    int32_t s = 0;      /* the flags before s hold the epoch (they change no more for this chunk) */
+    bool ended = false; /* the lane's stream was found idle: every flag the pass writes is there */
     for (unsigned spins = 0;; spins++) {
-        int32_t s = 0;
         while (s < sl->n_seqs && sl->done_host[s] == sl->epoch)
             s++;
         if (s == sl->n_seqs) {
             atomic_thread_fence(memory_order_acquire); /* the rows after their flags */
             return cudaSuccess;
+        }
+        if (ended) {
+            *what = "the pass ended without its completion flags";
+            return cudaErrorUnknown;
         }
         if (spins % 256 != 0)
             continue;
@@ -329,14 +334,10 @@ static cudaError_t s_wait_flags(s_cuda_t *e, const s_slot_t *sl, const char **wh
                 *what = "cudaStreamQuery(batch)";
                 return ce;
             }
-            if (ce == cudaSuccess) { /* the pass ended: its flags were written before that */
+            if (ce == cudaSuccess) { /* the pass ended: one more look at the flags decides */
                 atomic_thread_fence(memory_order_seq_cst);
-                for (s = 0; s < sl->n_seqs && sl->done_host[s] == sl->epoch; s++) {
-                }
-                if (s == sl->n_seqs)
-                    return cudaSuccess;
-                *what = "the pass ended without its completion flags";
-                return cudaErrorUnknown;
+                ended = true;
+                continue;
             }
             next_check = now + 0.1;
         }
