@@ -26,7 +26,7 @@ struct com_registry_agent {
     int64_t epoch; /* agent thread only: bumped by each re-registration after an outage */
 };
 
-static int s_write(com_registry_agent_t *a) {
+static int s_write(com_registry_agent_t *a, int32_t ttl) {
     com_error_t err = {0};
     com_worker_record_t w;
     com_broker_record_t b;
@@ -34,7 +34,6 @@ static int s_write(com_registry_agent_t *a) {
     w = a->worker;
     b = a->broker;
     pthread_mutex_unlock(&a->mu);
-    int32_t ttl = a->interval_ms * 3;
     int rc;
     /* After an outage the record is written again under a new epoch, so readers can tell a
      * re-registration from a record that never went away. */
@@ -64,7 +63,7 @@ static void *s_main(void *arg) {
     pthread_mutex_lock(&a->mu);
     while (!a->stop) {
         pthread_mutex_unlock(&a->mu);
-        s_write(a);
+        s_write(a, a->interval_ms * 3);
         pthread_mutex_lock(&a->mu);
         if (a->stop)
             break;
@@ -170,7 +169,9 @@ void com_registry_agent_stop(com_registry_agent_t **self_p, bool deregister) {
     pthread_mutex_unlock(&a->mu);
     pthread_join(a->thread, NULL);
     if (!deregister) {
-        s_write(a); /* the last snapshot (say, state "unhealthy") stays until its TTL lapses */
+        int32_t keep = a->interval_ms * 3 > COM_REGISTRY_KEEP_MS ? a->interval_ms * 3
+                                                                 : COM_REGISTRY_KEEP_MS;
+        s_write(a, keep);
     } else {
         com_error_t err = {0};
         const char *id = a->is_worker ? a->worker.id : a->broker.id;

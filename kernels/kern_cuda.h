@@ -8,7 +8,8 @@
  *                               (<function> <file>:<line>)" into err (com_error_t *, may be NULL)
  *                               and `return COM_EINTERNAL;` from the enclosing function.
  *   KERN_CUDA_FATAL(stmt)       on failure: prints the same line to stderr and exit(1).
- *   KERN_CUBLAS_TRY / _FATAL    the same for cublasStatus_t (cuBLASLt calls).
+ *   KERN_CUBLAS_TRY / _FATAL    the same for cublasStatus_t (cuBLASLt calls); TRY also names
+ *                               the context's sticky CUDA error when there is one.
  *
  * After every kernel launch: KERN_CUDA_TRY(cudaGetLastError(), err). Thread-safety: the macros
  * touch only err. No globals. */
@@ -36,6 +37,21 @@ static inline int kern_check_fail(com_error_t *err, const char *stmt, const char
                                   const char *what, const char *func, const char *file, int line) {
     return com_error_set(err, COM_EINTERNAL, "%s: %s: %s (%s %s:%d)", stmt, name, what, func, file,
                          line);
+}
+
+/* A failed cuBLAS(Lt) call. cuBLAS reports a launch into a context that already holds a sticky
+ * error (a kernel before it trapped) only as "failed to launch", so the CUDA error is looked up
+ * and named as well: the log then says what broke. Costs nothing unless a call failed. */
+static inline int kern_cublas_fail(com_error_t *err, const char *stmt, cublasStatus_t st,
+                                   const char *func, const char *file, int line) {
+    cudaError_t ce = cudaStreamQuery(NULL); /* any sticky error, not an old one; never blocks */
+    if (ce == cudaSuccess || ce == cudaErrorNotReady)
+        return com_error_set(err, COM_EINTERNAL, "%s: cublasStatus: %s (%s %s:%d)", stmt,
+                             cublasLtGetStatusString(st), func, file, line);
+    return com_error_set(err, COM_EINTERNAL,
+                         "%s: cublasStatus: %s; the CUDA context: %s: %s (%s %s:%d)", stmt,
+                         cublasLtGetStatusString(st), cudaGetErrorName(ce), cudaGetErrorString(ce),
+                         func, file, line);
 }
 
 static inline void kern_check_fatal(const char *stmt, const char *name, const char *what,
@@ -74,9 +90,7 @@ int kern_fault_trap_cuda(int32_t delay_us, cudaStream_t stream, com_error_t *err
     do {                                                                                           \
         cublasStatus_t kern_st_ = (stmt);                                                          \
         if (kern_st_ != CUBLAS_STATUS_SUCCESS)                                                     \
-            return kern_check_fail((err), #stmt, "cublasStatus",                                   \
-                                   cublasLtGetStatusString(kern_st_), __func__, __FILE__,          \
-                                   __LINE__);                                                      \
+            return kern_cublas_fail((err), #stmt, kern_st_, __func__, __FILE__, __LINE__);         \
     } while (0)
 
 #define KERN_CUBLAS_FATAL(stmt)                                                                    \

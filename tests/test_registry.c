@@ -1,6 +1,6 @@
 /* tests/test_registry.c — the Redis registry (common/registry.h) against a real redis-server:
- * register, list, expire (many at once), remove, report commands Redis fails inside a
- * transaction, and survive Redis going away and coming back. */
+ * register, list, expire (many at once), remove, keep a failed process's last record, report
+ * commands Redis fails inside a transaction, and survive Redis going away and coming back. */
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -328,6 +328,29 @@ static void s_test_agent(test_redis_t *srv) {
     CHECK(s_count_workers(srv->url, NULL) == 0);
 }
 
+/* A worker that stops because it failed (no deregister) leaves its last record, state and all,
+ * for COM_REGISTRY_KEEP_MS, not for the three heartbeats of a live one. */
+static void s_test_agent_keep(const test_redis_t *srv) {
+    com_worker_record_t w = s_worker("w-failed", 0), got = {0};
+    com_registry_agent_t *a = NULL;
+    com_error_t err = {0};
+    CHECK(com_registry_agent_start_worker(srv->url, &w, 100, &a, &err) == 0);
+    s_sleep_ms(150);
+    long long live_ttl = s_raw_int(srv, "PTTL", "ember:worker:w-failed");
+    CHECK_MSG(live_ttl > 0 && live_ttl <= 300, "live record's TTL %lld ms", live_ttl);
+    snprintf(w.state, sizeof w.state, "unhealthy");
+    com_registry_agent_update_worker(a, &w);
+    com_registry_agent_stop(&a, false);
+    s_sleep_ms(400); /* past a live record's TTL */
+    long long kept_ttl = s_raw_int(srv, "PTTL", "ember:worker:w-failed");
+    CHECK_MSG(kept_ttl > COM_REGISTRY_KEEP_MS - 10000 && kept_ttl <= COM_REGISTRY_KEEP_MS,
+              "kept record's TTL %lld ms", kept_ttl);
+    CHECK(s_count_workers(srv->url, &got) == 1 && strcmp(got.id, "w-failed") == 0 &&
+          strcmp(got.state, "unhealthy") == 0);
+    RAW_OK(srv, "DEL ember:worker:w-failed");
+    CHECK(s_count_workers(srv->url, NULL) == 0);
+}
+
 int main(void) {
     s_test_urls();
     test_redis_t srv;
@@ -340,6 +363,7 @@ int main(void) {
     s_test_exec_errors(&srv);
     s_test_outage(&srv);
     s_test_agent(&srv);
+    s_test_agent_keep(&srv);
     test_redis_destroy(&srv);
     return test_finish();
 }

@@ -566,9 +566,9 @@ class Pool:
         return nb
 
     # -- worker
-    def start_worker(self, brokers=None, redis=True, args=(), name=None):
+    def start_worker(self, brokers=None, redis=True, args=(), name=None, device="cpu"):
         brokers = self.brokers if brokers is None else brokers
-        cmd = [self.bins["worker"], "--model", self.model, "--device", "cpu",
+        cmd = [self.bins["worker"], "--model", self.model, "--device", device,
                "--heartbeat-ms", self.heartbeat_ms]
         if "--threads" not in [str(x) for x in args]:
             cmd += ["--threads", self.worker_threads]

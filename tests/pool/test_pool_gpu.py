@@ -39,8 +39,7 @@ def test_gpu_fault(a):
         pool.start_redis()
         b = pool.start_broker(args=BROKER_ARGS)
         pool.start_worker(name="cpu-worker")
-        gpu = pool.start_worker(name="gpu-worker",
-                                args=["--device", "cuda:0,fault=%d,tune=off" % FAULT_AT])
+        gpu = pool.start_worker(name="gpu-worker", device="cuda:0,fault=%d,tune=off" % FAULT_AT)
         pool.wait_workers(b, 2, timeout=pu.scaled(120))
         texts = pu.make_texts(3000, seed=21, min_words=2, max_words=6)
         ref, _ = pool.ember.reference(texts)
@@ -58,9 +57,13 @@ def test_gpu_fault(a):
               % (req.elapsed or -1, describe(req.rep)))
         if req.emb is not None:
             compare(req.emb, ref, "embeddings across the GPU worker's failure = in-process")
+        # checked after the request, long past the record's 3-heartbeat TTL: the last record
+        # of a failed worker is kept for minutes (common/registry_agent.h)
         recs = pool.wait_status(lambda rs: any(r["kind"] == "worker" and r.get("state") == "unhealthy"
-                                               for r in rs), 5, what="GPU worker unhealthy")
-        check(recs, "Redis keeps the failed GPU worker's record as state=unhealthy")
+                                               and str(r.get("device", "")).startswith("cuda")
+                                               and r.get("healthy") == "no" for r in rs),
+                                5, what="GPU worker unhealthy")
+        check(recs, "Redis keeps the failed GPU worker's record as state=unhealthy, healthy=no")
         with pu.Client(b.frontend) as c:
             rep = pu.wait_until(lambda: (lambda r: r if r and r.get("nwk") == 1 else None)(c.info()), 5)
             check(rep, "the broker counts 1 worker after the failure (%s)" % describe(c.info()))
