@@ -1,8 +1,8 @@
 #!/bin/bash
-# Prepared in session 23 for the next session (~1 min): branch cuda-fault-tests (021bd1d), the
+# Prepared in session 23 for the next session (~1 min): branch cuda-fault-tests (3da2370), the
 # CUDA engine's failure path with a real sticky error (device option fault=N: a kernel that
 # waits 2 ms, then traps). Each mode is a process of its own (the context dies).
-# Dev box (session 23, done): binC/engine_cuda built from 021bd1d's code (build-next/bin0);
+# Dev box (session 23, done): binC/engine_cuda built from 3da2370's code (build-next/bin0);
 #   tar cf - -C .gpucarry lib/libopenblas.so.0 lib/libjansson.so.4 lib/libgfortran.so.5 \
 #     lib/libquadmath.so.0 binC/engine_cuda next2.sh | xz -T2 > .gpupack/s24b.tar.xz
 # Device: carry [".gpupack/s24b.tar.xz"]; mkdir -p .gpucarry && tar xJf .gpupack/s24b.tar.xz -C .gpucarry && bash .gpucarry/next2.sh

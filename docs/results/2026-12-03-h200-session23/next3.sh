@@ -1,10 +1,10 @@
 #!/bin/bash
 # Prepared in session 23 for the next session (~2 min): tests/pool/test_pool_gpu.py of branch
-# cuda-fault-tests (021bd1d) on the GPU host: redis-server, ember-broker, a CPU ember-worker and a
+# cuda-fault-tests (3da2370) on the GPU host: redis-server, ember-broker, a CPU ember-worker and a
 # GPU ember-worker with device option fault=4 (its 4th chunk's pass queued behind a kernel that
 # traps); the GPU worker must exit 3 and leave state=unhealthy in Redis, the request complete.
 # Dev box (session 23, done): binC = ember-broker ember-worker ember libember.so.0 engine_cuda
-#   built from 021bd1d's code (build-next/bin0); gpudeps = ../shared/gpu-host/fetch-debs.sh
+#   built from 3da2370's code (build-next/bin0); gpudeps = ../shared/gpu-host/fetch-debs.sh
 #   (Debian runtime .debs incl. redis-server); wheels = pyzmq, msgpack (cp312); tokenizer.json of
 #   all-MiniLM-L6-v2 (for the random-weight model); test_pool_gpu.py from the branch;
 #   tar cf - -C .gpucarry lib/libopenblas.so.0 lib/libjansson.so.4 lib/libgfortran.so.5 \
