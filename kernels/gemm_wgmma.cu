@@ -50,6 +50,7 @@
 #include <cudaTypedefs.h>
 
 #include <atomic>
+#include <type_traits>
 
 #include "kernels/gemm_wgmma.h"
 #include "kernels/kern_cuda_dev.cuh"
@@ -669,23 +670,41 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                     mbar_wait(kern::smem_u32(&fold_full[wg - 1]), u & 1u);
                     fold_tile<D, MI, BN>(d, ln, fold_s[wg - 1], epi, n_live, N, grow0, warp * 16,
                                          col0, lane);
-                } else if (epi >= 1)
+                } else if (epi >= 1) {
+                    /* 8-column groups; each group's bias pair is loaded while the group before
+                     * is computed (a load at the head of each group's block left its 8 GELU
+                     * chains waiting on it: SASS of the 128x128 ping-pong tile). Columns past
+                     * N read 0 (the TMA store clips them; out % 8 == 0). */
+                    const int32_t cl = col0 + 2 * (lane % 4);
+                    auto bias = [&](int g, int e) {
+                        return cl + g * 8 < N ? kern::to_f32<D>(b[cl + g * 8 + e]) : 0.f;
+                    };
+                    auto groups = [&](auto gelu_c) {
+                        float b0 = bias(0, 0), b1 = bias(0, 1);
 #pragma unroll
-                    for (int g = 0; g < BN / 8; g++) {
-                        const int32_t c = col0 + g * 8 + 2 * (lane % 4);
-                        if (c >= N) /* no bias past the last column (out % 8 == 0) */
-                            continue;
-                        const float b0 = kern::to_f32<D>(b[c]), b1 = kern::to_f32<D>(b[c + 1]);
+                        for (int g = 0; g < BN / 8; g++) {
+                            float n0 = 0.f, n1 = 0.f;
+                            if (g + 1 < BN / 8)
+                                n0 = bias(g + 1, 0), n1 = bias(g + 1, 1);
+                            if (col0 + g * 8 < N) /* warp-uniform: past N the tile is clipped */
 #pragma unroll
-                        for (int mi = 0; mi < MI; mi++)
+                                for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-                            for (int h = 0; h < 2; h++) {
-                                float *p = d + mi * (BN / 2) + 4 * g + 2 * h;
-                                p[0] += b0, p[1] += b1;
-                                if (epi == 2)
-                                    p[0] = kern::gelu_erf(p[0]), p[1] = kern::gelu_erf(p[1]);
-                            }
-                    }
+                                    for (int h = 0; h < 2; h++) {
+                                        float *p = d + mi * (BN / 2) + 4 * g + 2 * h;
+                                        p[0] += b0, p[1] += b1;
+                                        if (decltype(gelu_c)::value)
+                                            p[0] = kern::gelu_erf(p[0]),
+                                            p[1] = kern::gelu_erf(p[1]);
+                                    }
+                            b0 = n0, b1 = n1;
+                        }
+                    };
+                    if (epi == 2)
+                        groups(std::true_type{});
+                    else
+                        groups(std::false_type{});
+                }
                 constexpr uint32_t kBlock = 64u * MI * 128u; /* one [64 MI][64] block */
                 const uint32_t stage_out =
                     ring + (uint32_t)C::kRing + (uint32_t)(wg - 1) * BN / 64 * kBlock;
