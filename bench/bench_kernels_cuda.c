@@ -20,7 +20,8 @@
  * graphs run, programmatic edges included), so the host's launch rate does not decide. Optional
  * after OUT.json: the token counts to run (e.g. 128,4096; default all), "pdl=off" (ordinary
  * launches, for A/B), and filters for a profiler run of a few kernels: model=minilm|bert-base,
- * gemm=qkv|out|ffn1+gelu|ffn2|out+ln|ffn2+ln|qkv+fold|ffn1+fold|out+stats|ffn2+stats,
+ * gemm=qkv|out|ffn1+gelu|ffn2|out+ln|ffn2+ln|qkv+fold|ffn1+fold|out+stats|ffn2+stats|ffn1+bias
+ * (the last: the FFN-up shape with the bias only, to price the GELU epilogue),
  * match=SUBSTRING (of the candidate's description, e.g. "128x128 s4 pingpong"), and "dtype=f16"
  * (the same candidates with binary16 operands; default bf16). */
 #include <stdint.h>
@@ -162,9 +163,10 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
     static const char *names[2] = {"minilm", "bert-base"};
     static const int32_t Ts[] = {128, 256, 1024, 4096, 16384};
     /* the last four: the folded LayerNorm's epilogues (ours only; kernels/row_stats.h) */
-    enum { kGemms = 10 };
-    static const char *gn[kGemms] = {"qkv",     "out",      "ffn1+gelu", "ffn2",      "out+ln",
-                                     "ffn2+ln", "qkv+fold", "ffn1+fold", "out+stats", "ffn2+stats"};
+    enum { kGemms = 11 };
+    static const char *gn[kGemms] = {"qkv",       "out",        "ffn1+gelu", "ffn2",
+                                     "out+ln",    "ffn2+ln",    "qkv+fold",  "ffn1+fold",
+                                     "out+stats", "ffn2+stats", "ffn1+bias"};
     FILE *j = fopen(json, "w");
     if (j)
         fprintf(j, "{\"gemms\": [\n");
@@ -175,11 +177,17 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
             continue;
         const int32_t H = shapes[m][0], I = shapes[m][1];
         const int32_t gemm[kGemms][3] = {
-            {H, 3 * H, KERN_LINEAR_BIAS},       {H, H, KERN_LINEAR_BIAS},
-            {H, I, KERN_LINEAR_BIAS_GELU},      {I, H, KERN_LINEAR_BIAS},
-            {H, H, KERN_LINEAR_BIAS_ADD_LN},    {I, H, KERN_LINEAR_BIAS_ADD_LN},
-            {H, 3 * H, KERN_LINEAR_LN_BIAS},    {H, I, KERN_LINEAR_LN_BIAS_GELU},
-            {H, H, KERN_LINEAR_BIAS_ADD_STATS}, {I, H, KERN_LINEAR_BIAS_ADD_STATS}};
+            {H, 3 * H, KERN_LINEAR_BIAS},
+            {H, H, KERN_LINEAR_BIAS},
+            {H, I, KERN_LINEAR_BIAS_GELU},
+            {I, H, KERN_LINEAR_BIAS},
+            {H, H, KERN_LINEAR_BIAS_ADD_LN},
+            {I, H, KERN_LINEAR_BIAS_ADD_LN},
+            {H, 3 * H, KERN_LINEAR_LN_BIAS},
+            {H, I, KERN_LINEAR_LN_BIAS_GELU},
+            {H, H, KERN_LINEAR_BIAS_ADD_STATS},
+            {I, H, KERN_LINEAR_BIAS_ADD_STATS},
+            {H, I, KERN_LINEAR_BIAS}}; /* the last: what the FFN-up's GELU epilogue costs */
         const int32_t T_max = Ts[sizeof Ts / sizeof *Ts - 1];
         const kern_dtype_t dt = f->dtype;
         uint16_t *x = s_rand_dev16((size_t)T_max * I, rng, dt);
