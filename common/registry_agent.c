@@ -169,8 +169,8 @@ void com_registry_agent_stop(com_registry_agent_t **self_p, bool deregister) {
     pthread_mutex_unlock(&a->mu);
     pthread_join(a->thread, NULL);
     if (!deregister) {
-        int32_t keep = a->interval_ms * 3 > COM_REGISTRY_KEEP_MS ? a->interval_ms * 3
-                                                                 : COM_REGISTRY_KEEP_MS;
+        int32_t keep =
+            a->interval_ms * 3 > COM_REGISTRY_KEEP_MS ? a->interval_ms * 3 : COM_REGISTRY_KEEP_MS;
         s_write(a, keep);
     } else {
         com_error_t err = {0};
