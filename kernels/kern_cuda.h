@@ -44,7 +44,17 @@ static inline int kern_check_fail(com_error_t *err, const char *stmt, const char
  * and named as well: the log then says what broke. Costs nothing unless a call failed. */
 static inline int kern_cublas_fail(com_error_t *err, const char *stmt, cublasStatus_t st,
                                    const char *func, const char *file, int line) {
-    cudaError_t ce = cudaStreamQuery(NULL); /* any sticky error, not an old one; never blocks */
+    /* Not for a refused argument or shape (the tuner meets those), nor during a capture on this
+     * thread, where a query would be an unsafe call; a sticky error shows in either call. */
+    cudaError_t ce = cudaSuccess;
+    if (st != CUBLAS_STATUS_INVALID_VALUE && st != CUBLAS_STATUS_NOT_SUPPORTED) {
+        enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        ce = cudaStreamIsCapturing(NULL, &cs);
+        if (ce == cudaErrorStreamCaptureImplicit)
+            ce = cudaSuccess;
+        else if (ce == cudaSuccess && cs == cudaStreamCaptureStatusNone)
+            ce = cudaStreamQuery(NULL); /* never blocks */
+    }
     if (ce == cudaSuccess || ce == cudaErrorNotReady)
         return com_error_set(err, COM_EINTERNAL, "%s: cublasStatus: %s (%s %s:%d)", stmt,
                              cublasLtGetStatusString(st), func, file, line);
