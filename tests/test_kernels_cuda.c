@@ -258,11 +258,13 @@ static void test_linear_dt(kern_dtype_t dt) {
     /* n, in, out: 1 row; n not a multiple of any tile; in not a multiple of BK = 32 (40, 72,
      * 264); out not a multiple of a column tile (24, 40, 136); in or out not a multiple of 8
      * (cuBLASLt only); long K (the split-K configurations: K 1032 = 16 tiles of 64 + 8); several
-     * tiles per CTA for the persistent configurations (4100 x 1152: ~300 tiles of 128 x 128) */
-    static const int32_t shapes[][3] = {{1, 8, 8},        {3, 40, 24},      {64, 384, 1152},
-                                        {129, 384, 1536}, {200, 1536, 384}, {1, 768, 2304},
-                                        {7, 33, 17},      {37, 72, 40},     {300, 264, 136},
-                                        {1, 3072, 768},   {65, 1032, 96},   {4100, 384, 1152}};
+     * tiles per CTA for the persistent configurations (4100 x 1152: ~300 tiles of 128 x 128;
+     * 8200 x 1152 at K = 72: ~4.5 per CTA and a main loop of two K slices, so each group's
+     * staging tile is rewritten while its last stores may still read it, again and again) */
+    static const int32_t shapes[][3] = {
+        {1, 8, 8},      {3, 40, 24},       {64, 384, 1152}, {129, 384, 1536}, {200, 1536, 384},
+        {1, 768, 2304}, {7, 33, 17},       {37, 72, 40},    {300, 264, 136},  {1, 3072, 768},
+        {65, 1032, 96}, {4100, 384, 1152}, {8200, 72, 1152}};
     static const char *epi_name[3] = {"none", "bias", "bias+gelu"};
     const int32_t n_own = kern_linear_own_count();
     CHECK(n_own > 0 && n_own <= S_MAX_OWN);
