@@ -1,6 +1,6 @@
 #!/bin/bash
 # Prepared in session 25 for the next session (NOT RUN: the session's device time was spent),
-# ~5 min: branch gelu-staged (the GELU of epilogues 2 and 6 applied by the consumer group to its
+# ~5 min: branch gelu-staged 92939c3 (the GELU of epilogues 2 and 6 applied by the consumer group to its
 # staged 16-bit tile, after the staging stores free the accumulators: SASS shows the chains
 # interleaved, where on the accumulators ptxas ran them one or two at a time) against main (D).
 # GEMM tests on G; every GEMM at 4096 / 16384 tokens (binary16), D then G; Nsight Compute of G's
@@ -23,8 +23,10 @@ for v in D G; do
   echo "== gemms $v rc $?"; grep "best of" $R/g_$v.txt | grep -E "ffn1\+gelu|ffn1\+bias" | cut -c1-110
   grep -E "ffn1\+gelu.*wgmma (128x128 s4 pingpong|256x128|128x192 s4) " $R/g_$v.txt | cut -c1-90
 done
-timeout 100 ncu --clock-control none --set full -k regex:k_gemm --launch-count 1 -o /tmp/g_gelu $C/binG/bench_kernels_cuda gemms /tmp/g.json 16384 model=minilm gemm=ffn1+gelu dtype=f16 "match=128x128 s4 pingpong" > /tmp/ncu_gelu.log 2>&1
+timeout 100 ncu --clock-control none --set full --import-source yes -k regex:k_gemm --launch-count 1 -o /tmp/g_gelu $C/binG/bench_kernels_cuda gemms /tmp/g.json 16384 model=minilm gemm=ffn1+gelu dtype=f16 "match=128x128 s4 pingpong" > /tmp/ncu_gelu.log 2>&1
 ncu -i /tmp/g_gelu.ncu-rep --page details > $R/gemm_ffn1_gelu_details_G.txt 2>&1
+ncu -i /tmp/g_gelu.ncu-rep --page source --csv --print-source sass > /tmp/g_gelu_sass.csv 2>&1
+python3 bench/gpu/ncu_source_summary.py /tmp/g_gelu_sass.csv 30 > $R/gemm_ffn1_gelu_sass_G.txt 2>&1
 grep -E "Duration|Issue Slots Busy|Warp Cycles Per Issued|Executed Instructions  " $R/gemm_ffn1_gelu_details_G.txt
 AB_ITERS=200 bash bench/gpu/engine_ab.sh $R/ab.txt /tmp/m b1_128,256,1024,ragged 3 D=$C/binD G=$C/binG > $R/ab_summary.txt 2>&1
 grep -E "==|wall" $R/ab_summary.txt | sed -E 's/profile \/tmp\/m\///; s/ p99.*GPU median/ GPU/; s/, submit.*//'
