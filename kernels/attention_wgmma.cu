@@ -68,17 +68,23 @@ template <int HD> __device__ __forceinline__ uint32_t swz(int r, int c) {
 }
 
 /* rows [r0, r0 + 64) of src (leading dimension ld, HD columns) into the swizzled tile at dst by
- * the 128 threads; rows >= nt are zero-filled (nothing is read for them) */
+ * the 128 threads; rows >= nt are zero-filled (nothing is read for them). Thread tid copies the
+ * 16-byte chunk tid % kChunks of rows tid / kChunks + i kStep: kStep is a multiple of the
+ * swizzle's 8-row period, so those chunks sit at one swizzled offset plus whole row steps, and
+ * the loop's trip count is a constant (written from tid, it compiled to a generic loop, ~130
+ * instructions a K/V block with a 64-bit multiply per row, beside ~300 for the block's math) */
 template <int HD>
 __device__ __forceinline__ void load_tile(uint32_t dst, const uint16_t *src, int64_t ld, int32_t r0,
                                           int32_t nt, int tid) {
     constexpr int kChunks = HD / 8, kStep = 128 / kChunks;
-    const int c = tid % kChunks;
+    static_assert(kStep % 8 == 0 && 64 % kStep == 0, "whole swizzle periods, whole tiles");
+    const int c = tid % kChunks, r = tid / kChunks;
+    const uint16_t *p = src + (int64_t)(r0 + r) * ld + c * 8;
+    const uint32_t d = dst + swz<HD>(r, c);
 #pragma unroll
-    for (int r = tid / kChunks; r < 64; r += kStep) {
-        const int32_t gr = r0 + r;
-        kern::cp_async16(dst + swz<HD>(r, c), src + (int64_t)gr * ld + c * 8, gr < nt ? 16 : 0);
-    }
+    for (int i = 0; i < 64 / kStep; i++)
+        kern::cp_async16(d + (uint32_t)(i * kStep * HD * 2), p + (int64_t)i * kStep * ld,
+                         r0 + r + i * kStep < nt ? 16 : 0);
 }
 
 template <kern_dtype_t D, int HD, bool CAUSAL>
