@@ -51,8 +51,8 @@ void kern_attention_ref(const kern_attention_params_t *p, float *out,
 
 #ifdef EMBER_HAVE_CUDA
 /* CUDA (attention.cu): the same op on tensor cores (mma.sync m16n8k16 of dtype, fp32 accumulation,
- * online softmax; FlashAttention-2 style; on compute capability 9.0 at head_dim 64 and >= 512
- * tokens the same tiling on warp-group MMAs, attention_wgmma.cu: see kern_attention_cuda_kernel
+ * online softmax; FlashAttention-2 style; on compute capability 9.0 from 512 tokens the same
+ * tiling on warp-group MMAs, attention_wgmma.cu: see kern_attention_cuda_kernel
  * below). q/k/v/out all in dtype: bf16 or IEEE binary16 (kern_dtype_t; binary16 only for models
  * whose q/k/v stay inside its range, |x| <= 65504; softmax and accumulation are fp32 either way;
  * another dtype: COM_EINVAL). The first call per device also sets the
@@ -75,9 +75,11 @@ int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, ui
                         const int32_t *n_tokens,        /* [1], device */
                         int32_t max_tokens, struct CUstream_st *stream, com_error_t *err);
 /* The kernels kern_attention_cuda chooses from, for tests and benches: AUTO is what
- * kern_attention_cuda runs: WGMMA for head_dim 64 and max_tokens >= 512 on compute capability
- * 9.0, MMA otherwise (measured on an H200: at head_dim 32 the wgmma kernel is no faster, and
- * inside the engine's 1 x 128-token graph the mma one is); MMA the mma.sync kernel (any
+ * kern_attention_cuda runs: WGMMA for max_tokens >= 512 on compute capability 9.0, MMA otherwise
+ * (measured on an H200, bench_kernels_cuda, session 26: the wgmma kernel 61.4 against 67.5-68.6
+ * us at head dim 32 and 16384 ragged tokens, 84.4-85.3 against 105.5-109.1 at 64; at 128 tokens
+ * they are even, and inside the engine's 1 x 128-token graph the mma one was faster); MMA the
+ * mma.sync kernel (any
  * supported device); WGMMA the warp-group MMA kernel (attention_wgmma.cu; compute capability
  * 9.0 only, else COM_EUNSUPPORTED). The choice does not depend on dtype. */
 typedef enum kern_attention_kernel {

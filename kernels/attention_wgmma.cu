@@ -22,12 +22,14 @@
  * visible to the async proxy by fence.proxy.async before the block's barrier), 3 blocks ahead.
  * The prologue needs two round trips: Q, n_tokens and the rows' sequence indices, then cu_seqlens.
  *
- * Measured on an H200 (bench_kernels_cuda, 12 heads): head dim 64, 8 x 512 tokens 24.5 us (mma.sync
- * kernel 30.8), 16384 ragged tokens 98 us (111); head dim 32 no faster than mma.sync (20.3 / 21.0,
- * 76 / 72 us). Nsight Compute on the 16384-token case: 12 warps per SM (registers, shared memory:
- * 3 CTAs of 132 registers x 128 threads and 73 KiB), 7.9 cycles per issued instruction, SM 46% /
- * memory 33% of peak: latency-bound; more warps per SM (fewer registers, 2 warp groups sharing
- * K/V) or a producer warp with TMA (FlashAttention-3) are the next steps.
+ * Measured on an H200 (bench_kernels_cuda, 12 heads, session 26, with the constant-trip tile
+ * loader): head dim 64, 8 x 512 tokens 23.1-23.2 us (mma.sync kernel 30.2-31.0), 16384 ragged
+ * tokens 84.4-85.3 (105.9-109.1); head dim 32, 17.2-17.4 (19.5-19.8) and 61.4 (67.5-68.6). The
+ * loader's first form (a loop from tid / kChunks, a generic loop in SASS) cost 13-18%: 24.5-25.0
+ * / 94.8-95.3 / 19.9 / 75.2 us. Nsight Compute before that change, 16384 tokens: 11-15 warps per
+ * SM (3 CTAs of 132 registers at head dim 64, 4 of 113 at 32), 5.6-6.1 cycles per issued
+ * instruction, issue slots 46-53%: latency-bound; more warps per SM (2 warp groups sharing K/V)
+ * or a producer warp with TMA (FlashAttention-3) are the next steps.
  *
  * Types: q, k, v, out and the wgmma operands (Q, K, V, P) are all bf16 or all IEEE binary16 (the
  * template parameter D, kern_dtype_t; one body for both); the accumulators and the online softmax
