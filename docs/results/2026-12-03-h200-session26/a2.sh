@@ -1,13 +1,11 @@
 #!/bin/bash
-# Prepared in session 26 for session 27, ~4 min: the mma.sync kernel's lazy rescale and
-# warp-shared column mask in the wgmma attention. L = branch attn-lazy ee077a8; N = main
-# bbc91ce's kernels. Attention kernel tests on L first (stops if they fail or hang); then
-# bench_kernels_cuda (attention rows) N / L; engine A/B N / L, 3 rounds, one tuning for both (N's
-# choices copied into each label's cache). The first try (session 26, 910d4ff) hung in
-# kernels_cuda attention (a2_first/): the warp-shared test's second __shfl_sync sat inside an &&
-# chain, so lanes whose first comparison failed skipped it; ee077a8 runs the shuffles first.
-# If L wins: v5.sh's check (engine_cuda, check_engine.py) on L's engine_cuda / bench_engine_cuda
-# before merging.
+# Ran in session 26 with L = branch attn-lazy 910d4ff (the mma.sync kernel's lazy rescale and
+# warp-shared column mask in the wgmma attention) against N = main bbc91ce: kernels_cuda attention
+# on L hung (timeout 120 s then; the run had no stop on failure, so bench L hung too and the
+# device time ran out; a2_first/). Cause: the warp-shared test's second __shfl_sync sat inside an
+# && chain. Fixed on the branch (ee077a8); next.sh (session 27) runs it again beside attn-tma,
+# with the kernel tests first and a failing variant dropped. This file: the fixed-up script
+# (60 s kernel timeout, stop on failure) as it would run L alone.
 # Dev box: binN = bench_kernels_cuda bench_engine_cuda (main), binL = kernels_cuda
 #   bench_kernels_cuda bench_engine_cuda engine_cuda (attn-lazy ee077a8);
 #   tar cf - -C .gpucarry lib/libopenblas.so.0 lib/libjansson.so.4 lib/libgfortran.so.5 \
