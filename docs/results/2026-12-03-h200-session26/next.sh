@@ -3,18 +3,19 @@
 # against main (N = bbc91ce's kernels):
 #   L  = branch attn-lazy ee077a8: the mma.sync kernel's lazy rescale and warp-shared column mask
 #        (the first try, 910d4ff, hung: a2_first/, README);
-#   LT = branch attn-lazy-tma e1154d0: L and branch attn-tma 53a7927 (K/V blocks by TMA from
+#   LT = branch attn-lazy-tma c0bc4fc: L and branch attn-tma 53a7927 (K/V blocks by TMA from
 #        thread 0 onto per-stage mbarriers, no per-block CTA barrier; V rows past n_tokens zeroed
 #        in the block that holds them; the TMA and mbarrier wrappers moved from gemm_wgmma.cu to
 #        kern_tma.cuh / kern_tma.cu). T alone did not fit the 64 MiB carry beside the others:
-#        build it from attn-tma if LT fails and L does not.
+#        build it from attn-tma if LT fails and L does not. LT's kernels_cuda holds rows past
+#        n_tokens at NaN in the attention test (dd39b9c), which the V zeroing must survive.
 # Kernel tests first, each under a timeout (a variant that fails or hangs drops out of the rest):
 # attention on L and LT, and LT's GEMM tests (the wrappers moved); bench_kernels_cuda attention
 # rows N / LT; engine A/B of the survivors, 3 rounds, one tuning for all (N's choices copied in).
 # The winner then needs v5.sh's check (engine_cuda, check_engine.py) before it merges.
 # Dev box: binN = bench_kernels_cuda bench_engine_cuda (main bbc91ce); binL = kernels_cuda
 #   bench_engine_cuda (attn-lazy ee077a8); binLT = kernels_cuda bench_kernels_cuda
-#   bench_engine_cuda (attn-lazy-tma e1154d0); all stripped (strip --strip-unneeded);
+#   bench_engine_cuda (attn-lazy-tma c0bc4fc); all stripped (strip --strip-unneeded);
 #   tar cf - -C .gpucarry lib/libopenblas.so.0 lib/libjansson.so.4 lib/libgfortran.so.5 \
 #     lib/libquadmath.so.0 binN binL binLT next.sh | xz -T6 > .gpupack/s27a.tar.xz
 # Device: carry [".gpupack/s27a.tar.xz"]; mkdir -p .gpucarry && tar xJf .gpupack/s27a.tar.xz -C .gpucarry && bash .gpucarry/next.sh
