@@ -79,9 +79,8 @@ int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, ui
  * (measured on an H200, bench_kernels_cuda, session 26: the wgmma kernel 61.4 against 67.5-68.6
  * us at head dim 32 and 16384 ragged tokens, 84.4-85.3 against 105.5-109.1 at 64; at 128 tokens
  * they are even, and inside the engine's 1 x 128-token graph the mma one was faster); MMA the
- * mma.sync kernel (any
- * supported device); WGMMA the warp-group MMA kernel (attention_wgmma.cu; compute capability
- * 9.0 only, else COM_EUNSUPPORTED). The choice does not depend on dtype. */
+ * mma.sync kernel (any supported device); WGMMA the warp-group MMA kernel (attention_wgmma.cu;
+ * compute capability 9.0 only, else COM_EUNSUPPORTED). The choice does not depend on dtype. */
 typedef enum kern_attention_kernel {
     KERN_ATTENTION_AUTO = 0,
     KERN_ATTENTION_MMA = 1,

@@ -1,12 +1,14 @@
 #!/bin/bash
-# Session 26: the whole engine on branch attn-loader-hd32 (the wgmma attention with the
-# constant-trip tile loader, at head dims 32 and 64 from 512 tokens). `v5.sh check` (~4 min):
-# engine_cuda (all) and check_engine.py against transformers fp32; `v5.sh minilm bert-base`
-# (~4 min each): the benches of record against transformers in the same run.
-# Dev box: binS = engine_cuda bench_engine_cuda (build-next/bin0 at attn-loader-hd32);
+# The whole engine of the build in binS: in session 26 branch attn-loader-hd32 (the wgmma
+# attention with the constant-trip tile loader, at head dims 32 and 64 from 512 tokens; pack
+# .gpupack/s26w.tar.xz); packed again for session 27 with binS from attn-lazy-tma c0bc4fc
+# (.gpupack/s27c.tar.xz). `v5.sh check` (~4.5 min): engine_cuda (all) and check_engine.py against
+# transformers fp32; `v5.sh minilm bert-base` (~70 s in session 26): the benches of record
+# against transformers in the same run.
+# Dev box: binS = engine_cuda bench_engine_cuda (build-next/bin0 at the branch, stripped);
 #   tar cf - -C .gpucarry lib/libopenblas.so.0 lib/libjansson.so.4 lib/libgfortran.so.5 \
-#     lib/libquadmath.so.0 binS v5.sh | xz -T2 > .gpupack/s26w.tar.xz
-# Device: carry [".gpupack/s26w.tar.xz"]; mkdir -p .gpucarry && tar xJf .gpupack/s26w.tar.xz -C .gpucarry && bash .gpucarry/v5.sh check
+#     lib/libquadmath.so.0 binS v5.sh | xz -T6 > .gpupack/PACK.tar.xz
+# Device: carry [".gpupack/PACK.tar.xz"]; mkdir -p .gpucarry && tar xJf .gpupack/PACK.tar.xz -C .gpucarry && bash .gpucarry/v5.sh check
 C=$PWD/.gpucarry R=$OUT/v5_$1
 mkdir -p $R
 export LD_LIBRARY_PATH=$C/binS:$C/lib:/usr/local/cuda/lib64
