@@ -146,10 +146,12 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
     }
     const int n_blocks = (kend - kbeg + kBN - 1) / kBN;
     /* every row of the warp has the same key range (one sequence): a masked block then needs
-     * one test per column for both of a thread's rows */
-    const bool wshared = __all_sync(0xffffffffu, lo[0] == __shfl_sync(0xffffffffu, lo[0], 0) &&
-                                                     hi[0] == __shfl_sync(0xffffffffu, hi[0], 0) &&
-                                                     lo[1] == lo[0] && hi[1] == hi[0]);
+     * one test per column for both of a thread's rows. (The shuffles run on every lane, outside
+     * the && chain: a short-circuited __shfl_sync hung the kernel.) */
+    const int32_t lo0 = __shfl_sync(0xffffffffu, lo[0], 0),
+                  hi0 = __shfl_sync(0xffffffffu, hi[0], 0);
+    const bool wshared =
+        __all_sync(0xffffffffu, lo[0] == lo0 && hi[0] == hi0 && lo[1] == lo0 && hi[1] == hi0);
     auto stage_k = [&](int j) { return skv + (uint32_t)(j % kStages) * 2 * C::kTileBytes; };
     auto load_kv = [&](int j) {
         if (j < n_blocks) {
