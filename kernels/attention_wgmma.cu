@@ -50,7 +50,10 @@
 
 namespace {
 
-constexpr int kBN = 64;    /* keys per block */
+constexpr int kBN = 64; /* keys per block */
+/* O and l are rescaled only when a row's block max passes its reference by more than this (base
+ * 2), as in attention.cu's kernel */
+constexpr float kLazy = 8.f;
 constexpr int kStages = 4; /* K/V blocks in flight: this one, the next (its S runs beside this
                               softmax), and two loading */
 
@@ -144,6 +147,13 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         }
     }
     const int n_blocks = (kend - kbeg + kBN - 1) / kBN;
+    /* every row of the warp has the same key range (one sequence): a masked block then needs
+     * one test per column for both of a thread's rows. (The shuffles run on every lane, outside
+     * the && chain: a short-circuited __shfl_sync hung the kernel.) */
+    const int32_t lo0 = __shfl_sync(0xffffffffu, lo[0], 0),
+                  hi0 = __shfl_sync(0xffffffffu, hi[0], 0);
+    const bool wshared =
+        __all_sync(0xffffffffu, lo[0] == lo0 && hi[0] == hi0 && lo[1] == lo0 && hi[1] == hi0);
     auto stage_k = [&](int j) { return skv + (uint32_t)(j % kStages) * 2 * C::kTileBytes; };
     /* K/V blocks by TMA from thread 0 (rows past max_tokens read as zeros; rows in [n_tokens,
      * max_tokens) are loaded and then masked, V's zeroed by block_wait), completing on full[] */
@@ -211,23 +221,35 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
 
     /* Online softmax of block j's scores s (complete): masks, updates the running max and sum,
      * returns O's rescale factors in alpha and P as A fragments of type D (16 keys each) in pa. */
-    auto softmax = [&](int j, float(&s)[kBN / 2], float(&alpha)[2], uint32_t(&pa)[kBN / 16][4]) {
+    auto softmax = [&](int j, float(&s)[kBN / 2], float(&alpha)[2], bool &rescale,
+                       uint32_t(&pa)[kBN / 16][4]) {
         const int32_t kb = kbeg + j * kBN;
         /* s[4 g + 2 i + e]: row i, key kb + 8 g + 2 c4 + e */
         if (!(kb >= in_lo && kb + kBN <= in_hi)) {
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const int32_t rel = kb + 2 * c4 - lo[i];
-                const uint32_t len = (uint32_t)(hi[i] - lo[i]);
+            if (wshared) { /* warp-uniform */
+                const int32_t rel = kb + 2 * c4 - lo[0];
+                const uint32_t len = (uint32_t)(hi[0] - lo[0]);
 #pragma unroll
                 for (int g = 0; g < kBN / 8; g++)
 #pragma unroll
                     for (int e = 0; e < 2; e++)
                         if ((uint32_t)(rel + 8 * g + e) >= len)
-                            s[4 * g + 2 * i + e] = -INFINITY;
-            }
+                            s[4 * g + e] = s[4 * g + 2 + e] = -INFINITY;
+            } else
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    const int32_t rel = kb + 2 * c4 - lo[i];
+                    const uint32_t len = (uint32_t)(hi[i] - lo[i]);
+#pragma unroll
+                    for (int g = 0; g < kBN / 8; g++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            if ((uint32_t)(rel + 8 * g + e) >= len)
+                                s[4 * g + 2 * i + e] = -INFINITY;
+                }
         }
-        float muse[2];
+        float muse[2], mb[2];
+        bool grow = false;
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             float mx[kBN / 8];
@@ -242,13 +264,24 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
             float m = mx[0];
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-            const float mnew = fmaxf(m_run[i], m * scale_log2);
-            muse[i] = mnew == -INFINITY ? 0.f : mnew;
-            alpha[i] = kern::ex2(m_run[i] - muse[i]); /* -inf -> 0 */
-            m_run[i] = mnew;
-            l_run[i] *= alpha[i];
+            mb[i] = m * scale_log2;
+            grow |= mb[i] > m_run[i] + kLazy; /* m_run -inf: any finite max */
         }
-        /* p = 2^(s scale log2(e) - m) */
+        /* the reference max moves (and O, l are rescaled) only when some row of the warp sees
+         * a max above its reference by more than kLazy: P stays <= 2^kLazy */
+        rescale = __any_sync(0xffffffffu, grow);
+        if (rescale)
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const float mnew = fmaxf(m_run[i], mb[i]);
+                alpha[i] = kern::ex2(m_run[i] - (mnew == -INFINITY ? 0.f : mnew)); /* -inf: 0 */
+                m_run[i] = mnew;
+                l_run[i] *= alpha[i];
+            }
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+            muse[i] = m_run[i] == -INFINITY ? 0.f : m_run[i];
+            /* p = 2^(s scale log2(e) - m) */
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; kk++)
 #pragma unroll
@@ -266,8 +299,8 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
      * runs, then PV_j waited for and the stage of block j - 1 refilled with block j + 3.
      * Nothing is in flight between steps (ptxas serialises wgmmas in flight across a loop's
      * back edge). */
-    auto step = [&](auto more_c, int j, float(&alpha)[2], uint32_t(&pa)[kBN / 16][4],
-                    float(&s_next)[kBN / 2], float(&alpha_next)[2],
+    auto step = [&](auto more_c, int j, float(&alpha)[2], bool &resc, uint32_t(&pa)[kBN / 16][4],
+                    float(&s_next)[kBN / 2], float(&alpha_next)[2], bool &resc_next,
                     uint32_t(&pa_next)[kBN / 16][4]) {
         constexpr bool more = decltype(more_c)::value; /* j + 1 < n_blocks */
         uint64_t desc[HD / 16][2];
@@ -275,11 +308,12 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
             block_wait(j + 1);
             issue_qk(j + 1, s_next, desc);
         }
+        if (resc) /* warp-uniform */
 #pragma unroll
-        for (int g = 0; g < HD / 8; g++)
+            for (int g = 0; g < HD / 8; g++)
 #pragma unroll
-            for (int i = 0; i < 2; i++)
-                o[4 * g + 2 * i] *= alpha[i], o[4 * g + 2 * i + 1] *= alpha[i];
+                for (int i = 0; i < 2; i++)
+                    o[4 * g + 2 * i] *= alpha[i], o[4 * g + 2 * i + 1] *= alpha[i];
         kern::wg_fence();
         const uint32_t vs = stage_k(j) + C::kTileBytes;
 #pragma unroll
@@ -293,7 +327,7 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
             kern::wg_wait<1>(); /* S_{j+1} done; PV_j may still run */
             kern::acc_fence(s_next);
             desc_fence(desc);
-            softmax(j + 1, s_next, alpha_next, pa_next);
+            softmax(j + 1, s_next, alpha_next, resc_next, pa_next);
         }
         kern::wg_wait<0>();
         kern::acc_fence(o);
@@ -306,6 +340,7 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
     };
 
     float s[kBN / 2], alpha_a[2], alpha_b[2];
+    bool resc_a, resc_b;
     uint32_t pa_a[kBN / 16][4], pa_b[kBN / 16][4]; /* P of even / odd blocks */
     kern::cp_async_wait<0>(); /* Q, visible to the wgmmas (async proxy) of every thread */
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -318,20 +353,20 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         kern::acc_fence(s);
         desc_fence(desc);
     }
-    softmax(0, s, alpha_a, pa_a);
+    softmax(0, s, alpha_a, resc_a, pa_a);
     /* two blocks per iteration (even blocks use the a buffers); the last one issues no S */
     const std::true_type more;
     const std::false_type final_block;
     int j = 0;
     for (; j + 2 < n_blocks; j += 2) {
-        step(more, j, alpha_a, pa_a, s, alpha_b, pa_b);
-        step(more, j + 1, alpha_b, pa_b, s, alpha_a, pa_a);
+        step(more, j, alpha_a, resc_a, pa_a, s, alpha_b, resc_b, pa_b);
+        step(more, j + 1, alpha_b, resc_b, pa_b, s, alpha_a, resc_a, pa_a);
     }
     if (j + 1 < n_blocks) {
-        step(more, j, alpha_a, pa_a, s, alpha_b, pa_b);
-        step(final_block, j + 1, alpha_b, pa_b, s, alpha_a, pa_a);
+        step(more, j, alpha_a, resc_a, pa_a, s, alpha_b, resc_b, pa_b);
+        step(final_block, j + 1, alpha_b, resc_b, pa_b, s, alpha_a, resc_a, pa_a);
     } else {
-        step(final_block, j, alpha_a, pa_a, s, alpha_b, pa_b);
+        step(final_block, j, alpha_a, resc_a, pa_a, s, alpha_b, resc_b, pa_b);
     }
 
 #pragma unroll
