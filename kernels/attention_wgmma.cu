@@ -50,10 +50,7 @@
 
 namespace {
 
-constexpr int kBN = 64; /* keys per block */
-/* O and l are rescaled only when a row's block max passes its reference by more than this (base
- * 2), as in attention.cu's kernel */
-constexpr float kLazy = 8.f;
+constexpr int kBN = 64;    /* keys per block */
 constexpr int kStages = 4; /* K/V blocks in flight: this one, the next (its S runs beside this
                               softmax), and two loading */
 
@@ -265,10 +262,10 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
             mb[i] = m * scale_log2;
-            grow |= mb[i] > m_run[i] + kLazy; /* m_run -inf: any finite max */
+            grow |= mb[i] > m_run[i] + kern::kAttnLazy; /* m_run -inf: any finite max */
         }
         /* the reference max moves (and O, l are rescaled) only when some row of the warp sees
-         * a max above its reference by more than kLazy: P stays <= 2^kLazy */
+         * a max above its reference by more than kern::kAttnLazy: P stays <= 2^8 */
         rescale = __any_sync(0xffffffffu, grow);
         if (rescale)
 #pragma unroll
