@@ -22,7 +22,7 @@
  *   online softmax     in base 2: p = ex2.approx(s * scale * log2 e - m), one FFMA + one MUFU
  *                      per score; m is a reference max per row (scaled units), moved and O
  *                      rescaled only when some row of the warp sees a max above its reference
- *                      by more than kLazy = 8 (so p <= 2^8; after a row's first blocks the
+ *                      by more than kAttnLazy = 8 (so p <= 2^8; after a row's first blocks the
  *                      rescale is mostly skipped). Masking only in blocks that cross a row's
  *                      key range (a warp-uniform test), one test per column when the warp's
  *                      rows share one sequence.
@@ -76,9 +76,7 @@ namespace {
 /* How a key block is masked: not at all (every row of the warp sees all its keys), by one
  * range for the warp (its rows share a sequence), or per row */
 enum { kMaskNone, kMaskShared, kMaskPerRow };
-/* O and l are rescaled only when a row's block max passes its reference by more than this
- * (base 2): P <= 2^8 fits bf16 / binary16, and the fp32 sums of <= 2^8 x keys stay exact enough */
-constexpr float kLazy = 8.f;
+using kern::kAttnLazy;
 
 /* Template: D the 16-bit type of q/k/v/out, HD head dim, W warps, MT m16 row tiles per warp (CTA
  * rows = 16 MT W), BN keys per block, ST cp.async stages, MINB CTAs per SM for __launch_bounds__
@@ -216,7 +214,7 @@ __global__ void __launch_bounds__(W * 32, MINB)
 #pragma unroll
         for (int n = 0; n < HD / 8; n++)
             o_acc[t][n][0] = o_acc[t][n][1] = o_acc[t][n][2] = o_acc[t][n][3] = 0.f;
-    /* reference max per row (scaled units; the row's running max is at most kLazy above it);
+    /* reference max per row (scaled units; the row's running max is at most kAttnLazy above it);
      * row sums of P accumulate on the tensor cores as P x ones: l_acc[t][0] is row g's sum,
      * l_acc[t][2] row g + 8's ([1], [3]: copies) */
     float m_run[MT][2], l_acc[MT][4];
@@ -306,7 +304,7 @@ __global__ void __launch_bounds__(W * 32, MINB)
             }
             /* the block's row max in scaled base-2 units (scale > 0, so the max commutes with
              * it); the reference m_run moves (and O, l are rescaled) only when some row of the
-             * warp sees a max above its reference by more than kLazy, so P stays <= 2^kLazy */
+             * warp sees a max above its reference by more than kAttnLazy, so P stays <= 2^8 */
             float mb[2];
             bool grow = false;
 #pragma unroll
@@ -315,7 +313,7 @@ __global__ void __launch_bounds__(W * 32, MINB)
                 m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
                 m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
                 mb[i] = m * scale_log2;
-                grow |= mb[i] > m_run[t][i] + kLazy; /* m_run -inf: any finite max */
+                grow |= mb[i] > m_run[t][i] + kAttnLazy; /* m_run -inf: any finite max */
             }
             if (__any_sync(0xffffffffu, grow)) {
 #pragma unroll

@@ -45,6 +45,7 @@
 
 #include "kernels/attention_wgmma.h"
 #include "kernels/kern_cuda_dev.cuh"
+#include "kernels/kern_tma.cuh"
 #include "kernels/kern_wgmma.cuh"
 
 namespace {
@@ -91,21 +92,22 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const uint16_t *src, int
 
 template <kern_dtype_t D, int HD, bool CAUSAL>
 __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
-    k_attention_wgmma(uint16_t *__restrict__ out, int64_t ldo, const uint16_t *__restrict__ q,
-                      int64_t ldq, const uint16_t *__restrict__ k, int64_t ldk,
-                      const uint16_t *__restrict__ v, int64_t ldv, const int32_t *__restrict__ cu,
-                      const int32_t *__restrict__ tok_seq, const int32_t *__restrict__ n_tokens_p,
-                      int32_t max_tokens, int32_t group, float scale_log2) {
+    k_attention_wgmma(const __grid_constant__ CUtensorMap tk,
+                      const __grid_constant__ CUtensorMap tv, uint16_t *__restrict__ out,
+                      int64_t ldo, const uint16_t *__restrict__ q, int64_t ldq,
+                      const int32_t *__restrict__ cu, const int32_t *__restrict__ tok_seq,
+                      const int32_t *__restrict__ n_tokens_p, int32_t max_tokens, int32_t group,
+                      float scale_log2) {
     using C = AttnCfg<HD>;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t sq = (kern::smem_u32(smem_raw) + 1023u) & ~1023u;
-    const uint32_t skv = sq + C::kTileBytes; /* stage s: K at skv + 2 s tile, V after */
+    const uint32_t skv = sq + C::kTileBytes;        /* stage s: K at skv + 2 s tile, V after */
+    __shared__ __align__(8) uint64_t full[kStages]; /* stage s holds its K/V block (TMA bytes) */
     kern::pdl_begin();
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32, c4 = lane % 4;
     const int32_t q0 = (int32_t)blockIdx.x * 64;
     const int h = (int)blockIdx.y, kh = h / group;
-    const uint16_t *qh = q + (int64_t)h * HD, *kp = k + (int64_t)kh * HD,
-                   *vp = v + (int64_t)kh * HD;
+    const uint16_t *qh = q + (int64_t)h * HD;
     /* One round trip for everything that does not need n_tokens: the Q tile (rows past
      * max_tokens zero-filled; rows in [n_tokens, max_tokens) are loaded and never stored), the
      * tile's first and last rows' sequences (tok_seq has max_tokens entries) and this thread's
@@ -142,15 +144,32 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         }
     }
     const int n_blocks = (kend - kbeg + kBN - 1) / kBN;
+    /* every row of the warp has the same key range (one sequence): a masked block then needs
+     * one test per column for both of a thread's rows. (The shuffles run on every lane, outside
+     * the && chain: a short-circuited __shfl_sync hung the kernel.) */
+    const int32_t lo0 = __shfl_sync(0xffffffffu, lo[0], 0),
+                  hi0 = __shfl_sync(0xffffffffu, hi[0], 0);
+    const bool wshared =
+        __all_sync(0xffffffffu, lo[0] == lo0 && hi[0] == hi0 && lo[1] == lo0 && hi[1] == hi0);
     auto stage_k = [&](int j) { return skv + (uint32_t)(j % kStages) * 2 * C::kTileBytes; };
+    /* K/V blocks by TMA from thread 0 (rows past max_tokens read as zeros; rows in [n_tokens,
+     * max_tokens) are loaded and then masked, V's zeroed by block_wait), completing on full[] */
     auto load_kv = [&](int j) {
-        if (j < n_blocks) {
-            load_tile<HD>(stage_k(j), kp, ldk, kbeg + j * kBN, nt, tid);
-            load_tile<HD>(stage_k(j) + C::kTileBytes, vp, ldv, kbeg + j * kBN, nt, tid);
+        if (tid == 0 && j < n_blocks) {
+            const uint32_t bar = kern::smem_u32(&full[j % kStages]);
+            kern::mbar_expect_tx(bar, 2 * C::kTileBytes);
+            kern::tma_load(stage_k(j), &tk, bar, kh * HD, kbeg + j * kBN);
+            kern::tma_load(stage_k(j) + C::kTileBytes, &tv, bar, kh * HD, kbeg + j * kBN);
         }
-        kern::cp_async_commit(); /* possibly empty: the group count stays in step */
     };
-    load_kv(0); /* one group with Q */
+    if (tid == 0) {
+        for (int st = 0; st < kStages; st++)
+            kern::mbar_init(kern::smem_u32(&full[st]), 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    kern::cp_async_commit(); /* Q */
+    __syncthreads();         /* the barriers are initialised */
+    load_kv(0);
     load_kv(1);
     load_kv(2);
 
@@ -175,12 +194,20 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         for (int kk = 0; kk < HD / 16; kk++)
             asm volatile("" ::"l"(desc[kk][0]), "l"(desc[kk][1]) : "memory");
     };
-    /* the oldest pending block's K and V (and Q) are in shared memory for every thread's wgmma
-     * (async proxy); PENDING: the newer copy groups still allowed in flight */
-    auto block_ready = [&](auto pending) {
-        kern::cp_async_wait<decltype(pending)::value>();
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        __syncthreads();
+    /* Block j's K and V are in shared memory. Its V rows past n_tokens (only in the block that
+     * holds the batch's last key) are zeroed: P is 0 there, but 0 x a stale NaN would not be. */
+    auto block_wait = [&](int j) {
+        kern::mbar_wait(kern::smem_u32(&full[j % kStages]), (uint32_t)(j / kStages) & 1u);
+        const int32_t vr = nt - (kbeg + j * kBN); /* > 0: the block starts before n_tokens */
+        if (vr < kBN) {                           /* uniform over the CTA */
+            const uint32_t vt = stage_k(j) + C::kTileBytes;
+            for (int c = vr * (C::kRowBytes / 16) + tid; c < kBN * (C::kRowBytes / 16); c += 128)
+                asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vt + 16u * c),
+                             "r"(0u)
+                             : "memory");
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            __syncthreads();
+        }
     };
 
     float o[HD / 2];
@@ -191,23 +218,35 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
 
     /* Online softmax of block j's scores s (complete): masks, updates the running max and sum,
      * returns O's rescale factors in alpha and P as A fragments of type D (16 keys each) in pa. */
-    auto softmax = [&](int j, float(&s)[kBN / 2], float(&alpha)[2], uint32_t(&pa)[kBN / 16][4]) {
+    auto softmax = [&](int j, float(&s)[kBN / 2], float(&alpha)[2], bool &rescale,
+                       uint32_t(&pa)[kBN / 16][4]) {
         const int32_t kb = kbeg + j * kBN;
         /* s[4 g + 2 i + e]: row i, key kb + 8 g + 2 c4 + e */
         if (!(kb >= in_lo && kb + kBN <= in_hi)) {
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const int32_t rel = kb + 2 * c4 - lo[i];
-                const uint32_t len = (uint32_t)(hi[i] - lo[i]);
+            if (wshared) { /* warp-uniform */
+                const int32_t rel = kb + 2 * c4 - lo[0];
+                const uint32_t len = (uint32_t)(hi[0] - lo[0]);
 #pragma unroll
                 for (int g = 0; g < kBN / 8; g++)
 #pragma unroll
                     for (int e = 0; e < 2; e++)
                         if ((uint32_t)(rel + 8 * g + e) >= len)
-                            s[4 * g + 2 * i + e] = -INFINITY;
-            }
+                            s[4 * g + e] = s[4 * g + 2 + e] = -INFINITY;
+            } else
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    const int32_t rel = kb + 2 * c4 - lo[i];
+                    const uint32_t len = (uint32_t)(hi[i] - lo[i]);
+#pragma unroll
+                    for (int g = 0; g < kBN / 8; g++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            if ((uint32_t)(rel + 8 * g + e) >= len)
+                                s[4 * g + 2 * i + e] = -INFINITY;
+                }
         }
-        float muse[2];
+        float muse[2], mb[2];
+        bool grow = false;
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             float mx[kBN / 8];
@@ -222,13 +261,24 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
             float m = mx[0];
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-            const float mnew = fmaxf(m_run[i], m * scale_log2);
-            muse[i] = mnew == -INFINITY ? 0.f : mnew;
-            alpha[i] = kern::ex2(m_run[i] - muse[i]); /* -inf -> 0 */
-            m_run[i] = mnew;
-            l_run[i] *= alpha[i];
+            mb[i] = m * scale_log2;
+            grow |= mb[i] > m_run[i] + kern::kAttnLazy; /* m_run -inf: any finite max */
         }
-        /* p = 2^(s scale log2(e) - m) */
+        /* the reference max moves (and O, l are rescaled) only when some row of the warp sees
+         * a max above its reference by more than kern::kAttnLazy: P stays <= 2^8 */
+        rescale = __any_sync(0xffffffffu, grow);
+        if (rescale)
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const float mnew = fmaxf(m_run[i], mb[i]);
+                alpha[i] = kern::ex2(m_run[i] - (mnew == -INFINITY ? 0.f : mnew)); /* -inf: 0 */
+                m_run[i] = mnew;
+                l_run[i] *= alpha[i];
+            }
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+            muse[i] = m_run[i] == -INFINITY ? 0.f : m_run[i];
+            /* p = 2^(s scale log2(e) - m) */
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; kk++)
 #pragma unroll
@@ -246,20 +296,21 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
      * runs, then PV_j waited for and the stage of block j - 1 refilled with block j + 3.
      * Nothing is in flight between steps (ptxas serialises wgmmas in flight across a loop's
      * back edge). */
-    auto step = [&](auto more_c, int j, float(&alpha)[2], uint32_t(&pa)[kBN / 16][4],
-                    float(&s_next)[kBN / 2], float(&alpha_next)[2],
+    auto step = [&](auto more_c, int j, float(&alpha)[2], bool &resc, uint32_t(&pa)[kBN / 16][4],
+                    float(&s_next)[kBN / 2], float(&alpha_next)[2], bool &resc_next,
                     uint32_t(&pa_next)[kBN / 16][4]) {
         constexpr bool more = decltype(more_c)::value; /* j + 1 < n_blocks */
         uint64_t desc[HD / 16][2];
         if constexpr (more) {
-            block_ready(std::integral_constant<int, kStages - 3>{}); /* block j + 1 */
+            block_wait(j + 1);
             issue_qk(j + 1, s_next, desc);
         }
+        if (resc) /* warp-uniform */
 #pragma unroll
-        for (int g = 0; g < HD / 8; g++)
+            for (int g = 0; g < HD / 8; g++)
 #pragma unroll
-            for (int i = 0; i < 2; i++)
-                o[4 * g + 2 * i] *= alpha[i], o[4 * g + 2 * i + 1] *= alpha[i];
+                for (int i = 0; i < 2; i++)
+                    o[4 * g + 2 * i] *= alpha[i], o[4 * g + 2 * i + 1] *= alpha[i];
         kern::wg_fence();
         const uint32_t vs = stage_k(j) + C::kTileBytes;
 #pragma unroll
@@ -273,19 +324,25 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
             kern::wg_wait<1>(); /* S_{j+1} done; PV_j may still run */
             kern::acc_fence(s_next);
             desc_fence(desc);
-            softmax(j + 1, s_next, alpha_next, pa_next);
+            softmax(j + 1, s_next, alpha_next, resc_next, pa_next);
         }
         kern::wg_wait<0>();
         kern::acc_fence(o);
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; kk++)
             kern::acc_fence(pa[kk]);
-        load_kv(j + 3); /* into block j - 1's stage, whose S and PV are done */
+        /* into block j - 1's stage: PV_j done means every warp issued it, so every warp had
+         * waited for PV_{j-1}, the last read of that stage */
+        load_kv(j + 3);
     };
 
     float s[kBN / 2], alpha_a[2], alpha_b[2];
-    uint32_t pa_a[kBN / 16][4], pa_b[kBN / 16][4];           /* P of even / odd blocks */
-    block_ready(std::integral_constant<int, kStages - 2>{}); /* Q and block 0 */
+    bool resc_a, resc_b;
+    uint32_t pa_a[kBN / 16][4], pa_b[kBN / 16][4]; /* P of even / odd blocks */
+    kern::cp_async_wait<0>(); /* Q, visible to the wgmmas (async proxy) of every thread */
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    block_wait(0);
     {
         uint64_t desc[HD / 16][2];
         issue_qk(0, s, desc);
@@ -293,22 +350,21 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         kern::acc_fence(s);
         desc_fence(desc);
     }
-    softmax(0, s, alpha_a, pa_a);
+    softmax(0, s, alpha_a, resc_a, pa_a);
     /* two blocks per iteration (even blocks use the a buffers); the last one issues no S */
     const std::true_type more;
     const std::false_type final_block;
     int j = 0;
     for (; j + 2 < n_blocks; j += 2) {
-        step(more, j, alpha_a, pa_a, s, alpha_b, pa_b);
-        step(more, j + 1, alpha_b, pa_b, s, alpha_a, pa_a);
+        step(more, j, alpha_a, resc_a, pa_a, s, alpha_b, resc_b, pa_b);
+        step(more, j + 1, alpha_b, resc_b, pa_b, s, alpha_a, resc_a, pa_a);
     }
     if (j + 1 < n_blocks) {
-        step(more, j, alpha_a, pa_a, s, alpha_b, pa_b);
-        step(final_block, j + 1, alpha_b, pa_b, s, alpha_a, pa_a);
+        step(more, j, alpha_a, resc_a, pa_a, s, alpha_b, resc_b, pa_b);
+        step(final_block, j + 1, alpha_b, resc_b, pa_b, s, alpha_a, resc_a, pa_a);
     } else {
-        step(final_block, j, alpha_a, pa_a, s, alpha_b, pa_b);
+        step(final_block, j, alpha_a, resc_a, pa_a, s, alpha_b, resc_b, pa_b);
     }
-    kern::cp_async_wait<0>(); /* prefetches past the end land before the CTA retires */
 
 #pragma unroll
     for (int i = 0; i < 2; i++) {
@@ -336,10 +392,23 @@ int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const
     constexpr size_t smem = AttnCfg<HD>::kSmem;
     static std::atomic<uint64_t> s_ready{0};
     KERN_CUDA_TRY(kern::setup_once(kfn, smem, s_ready), err);
+    /* K and V as [max_tokens][n_kv_heads HD] matrices, a block = one head's 64 x HD box, swizzled
+     * as the wgmma descriptors read it */
+    const CUtensorMapSwizzle swz =
+        HD == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+    CUtensorMap tk, tv;
+    int rc = kern::tma_init(err);
+    if (rc == 0)
+        rc = kern::tma_encode_2d(&tk, D, k, max_tokens, (int64_t)p->n_kv_heads * HD, ldk, kBN, HD,
+                                 swz, err);
+    if (rc == 0)
+        rc = kern::tma_encode_2d(&tv, D, v, max_tokens, (int64_t)p->n_kv_heads * HD, ldv, kBN, HD,
+                                 swz, err);
+    if (rc != 0)
+        return rc;
     const dim3 grid((unsigned)((max_tokens + 63) / 64), (unsigned)p->n_heads);
-    KERN_CUDA_TRY(kern::launch(kfn, grid, dim3(128), smem, stream, out, ldo, q, ldq, k, ldk, v, ldv,
-                               cu, tok_seq, n_tokens, max_tokens,
-                               (int32_t)(p->n_heads / p->n_kv_heads),
+    KERN_CUDA_TRY(kern::launch(kfn, grid, dim3(128), smem, stream, tk, tv, out, ldo, q, ldq, cu,
+                               tok_seq, n_tokens, max_tokens, (int32_t)(p->n_heads / p->n_kv_heads),
                                p->scale * 1.4426950408889634f),
                   err);
     return 0;

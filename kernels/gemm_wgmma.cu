@@ -47,13 +47,13 @@
  * bench_kernels_cuda (its gemms mode, "dtype=f16" for binary16). */
 #include <cooperative_groups.h>
 #include <cuda.h>
-#include <cudaTypedefs.h>
 
 #include <atomic>
 #include <type_traits>
 
 #include "kernels/gemm_wgmma.h"
 #include "kernels/kern_cuda_dev.cuh"
+#include "kernels/kern_tma.cuh"
 #include "kernels/kern_wgmma.cuh"
 #include "kernels/row_stats.cuh"
 
@@ -92,37 +92,13 @@ template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN> struc
     static_assert(!LN || (!PP && BN % 64 == 0), "LayerNorm: cooperative, 64-column lane steps");
 };
 
-/* ---- PTX wrappers: mbarrier, TMA, wgmma ---- */
+/* ---- PTX wrappers: TMA stores (loads and mbarriers: kern_tma.cuh) ---- */
 
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    uint32_t done;
-    do {
-        asm volatile("{\n .reg .pred p;\n"
-                     " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     " selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
-/* 2-D tile (c0 = K element, c1 = row) of the tensor map into shared dst, completing on bar. */
-__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, uint32_t bar,
-                                         int32_t c0, int32_t c1) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
-                 : "memory");
-}
+using kern::mbar_arrive;
+using kern::mbar_expect_tx;
+using kern::mbar_init;
+using kern::mbar_wait;
+using kern::tma_load;
 
 /* Shared [rows][64] 16-bit tile (128-byte swizzled, as TMA loads it) to the tensor map at (c0, c1);
  * rows / columns outside the tensor are not written. Committed as one bulk group per call. */
@@ -1085,9 +1061,6 @@ const Entry kConfigs[] = {
 constexpr int32_t kNConfigs = (int32_t)(sizeof kConfigs / sizeof *kConfigs);
 static_assert(kNConfigs <= 64, "g_cluster_ok has 64 rows");
 
-/* The driver's cuTensorMapEncodeTiled, found through the runtime (no libcuda link). */
-PFN_cuTensorMapEncodeTiled_v12000 g_encode = nullptr;
-
 /* per device ordinal: 0 unknown, 1 sm_90, 2 other; and its SM count (set with 1) */
 std::atomic<int> g_device_ok[64], g_device_sms[64];
 
@@ -1118,21 +1091,8 @@ bool s_dtype_ok(kern_dtype_t dtype) {
 /* rows x K of dtype, row-major, box [box_rows][64] with 128-byte swizzle; zeros outside */
 int s_encode(CUtensorMap *m, kern_dtype_t dtype, const uint16_t *p, int32_t rows, int32_t K,
              int box_rows, com_error_t *err) {
-    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {(cuuint64_t)K * 2};
-    const cuuint32_t box[2] = {(cuuint32_t)kBK, (cuuint32_t)box_rows};
-    const cuuint32_t estr[2] = {1, 1};
-    const CUresult r =
-        g_encode(m,
-                 dtype == KERN_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                         : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                 2, const_cast<uint16_t *>(p), dims, strides, box, estr,
-                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        return com_error_set(err, COM_EINTERNAL, "gemm_wgmma: cuTensorMapEncodeTiled failed (%d)",
-                             (int)r);
-    return 0;
+    return kern::tma_encode_2d(m, dtype, p, rows, K, K, box_rows, kBK, CU_TENSOR_MAP_SWIZZLE_128B,
+                               err);
 }
 
 /* Whether clusters of `size` CTAs of config's dtype kernel (<= 16, non-portable above 8) can be
@@ -1238,17 +1198,9 @@ int kern_gemm_wgmma_prepare(int32_t config, kern_dtype_t dtype, com_error_t *err
         return com_error_set(err, COM_EINVAL, "gemm_wgmma: dtype %d", (int)dtype);
     if (!s_device_ok())
         return com_error_set(err, COM_EUNSUPPORTED, "gemm_wgmma: needs compute capability 9.0");
-    if (!g_encode) {
-        void *fn = nullptr;
-        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-        KERN_CUDA_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
-                                                       cudaEnableDefault, &q),
-                      err);
-        if (q != cudaDriverEntryPointSuccess || !fn)
-            return com_error_set(err, COM_EUNSUPPORTED,
-                                 "gemm_wgmma: the driver has no cuTensorMapEncodeTiled");
-        g_encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-    }
+    const int rc = kern::tma_init(err);
+    if (rc != 0)
+        return rc;
     const Entry &e = kConfigs[config];
     for (int v = 0; v < (e.fold ? 3 : 1); v++) {
         const kernel_t kernel = e.kernel[dtype][v];
@@ -1272,7 +1224,7 @@ int kern_gemm_wgmma_cuda(int32_t config, kern_dtype_t dtype, int epi, uint16_t *
     const bool fuses_ln = kern_gemm_wgmma_fuses_ln(config), folds = kern_gemm_wgmma_folds(config);
     if (!kern_gemm_wgmma_valid(config, dtype, n, in, out) || epi < 0 || epi > 6 ||
         (epi == 3) != fuses_ln || (epi >= 4) != folds || !y || !x || !w || (epi >= 1 && !b) ||
-        !kern::aligned16(y) || !kern::aligned16(x) || !kern::aligned16(w) || !g_encode)
+        !kern::aligned16(y) || !kern::aligned16(x) || !kern::aligned16(w) || !kern::tma_ready())
         return com_error_set(err, COM_EINVAL,
                              "gemm_wgmma: config %d, %dx%dx%d, epilogue %d: unsupported shape, "
                              "epilogue, unaligned pointers or not prepared",

@@ -19,6 +19,11 @@
 
 namespace kern {
 
+/* The attention kernels' lazy rescale (attention.cu, attention_wgmma.cu): O and l are rescaled
+ * only when a row's block max passes its reference by more than this (base 2): P <= 2^8 fits
+ * bf16 / binary16, and the fp32 sums of <= 2^8 x keys stay exact enough. */
+constexpr float kAttnLazy = 8.f;
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)

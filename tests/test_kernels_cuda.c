@@ -1126,6 +1126,10 @@ static void test_attention_dt(kern_dtype_t dtype) {
                         /* packed q | k | v rows, as the QKV GEMM writes them */
                         const int64_t ld = (int64_t)(nh + 2 * nkv) * hd;
                         float *qkv = s_rand_16((size_t)T * ld, -2, 2, dtype);
+                        /* rows past n_tokens hold NaN, as stale activations may: P is 0 for
+                         * those keys, and 0 x NaN would leak into the outputs */
+                        for (size_t i = (size_t)n * ld; i < (size_t)T * ld; i++)
+                            qkv[i] = NAN;
                         float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
                         for (size_t i = 0; i < (size_t)T * nh * hd; i++)
                             ref[i] = NAN; /* rows past n_tokens must stay unwritten */
