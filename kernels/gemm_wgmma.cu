@@ -18,11 +18,11 @@
  * TMA fills rows >= n, W rows >= out and K past in with zeros, so there is no tail masking.
  * Without split-K the kernel is persistent (grid = min(tiles, SMs); the ring counter runs on
  * across tiles, so the producer loads the next tile while the consumers store the last).
- * Cooperative mode: the NC groups split a tile's rows. Ping-pong mode (PP): each group owns
- * alternate tiles, so one group's epilogue overlaps the other's main loop; named barriers make
- * the groups take the ring in turn (without them a group could run a whole ring lap ahead and
- * the mbarrier parities alias). With two consumer groups and many accumulators, setmaxnreg moves
- * registers from the producer (40) to the consumers (232).
+ * Cooperative mode: the NC groups split a tile's rows. Ping-pong mode (PP): each of the NC = 2
+ * or 3 groups owns every NC-th tile, so a group's epilogue overlaps the others' main loops; named
+ * barriers make the groups take the ring in turn (without them a group could run a whole ring
+ * lap ahead and the mbarrier parities alias). With two consumer groups and many accumulators,
+ * setmaxnreg moves registers from the producer (40) to the consumers (232; three groups: 152).
  * Epilogue: bias, GELU and 16-bit rounding in registers, the tile written into swizzled shared
  * staging and stored by TMA (which clips rows >= n and columns >= out); per-thread 4-byte stores
  * straight from the accumulators wrote at under 1 TB/s and were the large-n bottleneck.
@@ -87,7 +87,8 @@ template <int NC, int MI, int BN, int STAGES, int SPLIT, bool PP, bool LN> struc
     static_assert(kBM <= 256 && BN <= 256, "TMA box: at most 256 rows");
     static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "stages stay 1024-aligned");
     static_assert(kSmem <= 227 * 1024, "shared memory per block");
-    static_assert(!PP || (NC == 2 && SPLIT == 1), "ping-pong: two consumer groups, no split");
+    static_assert(!PP || (NC >= 2 && NC <= 3 && SPLIT == 1),
+                  "ping-pong: two or three consumer groups, no split");
     static_assert(SPLIT == 1 || (!PP && kBM % SPLIT == 0), "split epilogue: whole rows per rank");
     static_assert(!LN || (!PP && BN % 64 == 0), "LayerNorm: cooperative, 64-column lane steps");
 };
@@ -120,13 +121,14 @@ template <bool READ_ONLY> __device__ __forceinline__ void bulk_wait_all() {
 __device__ __forceinline__ void wg_bar(int id) {
     asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
 }
-/* Ping-pong turn-taking between consumer groups 1 and 2 (named barriers 3 and 4, 256 threads):
- * a group waits for its turn before its main loop and hands the turn over after it. */
-__device__ __forceinline__ void turn_wait(int wg) {
-    asm volatile("bar.sync %0, 256;\n" ::"r"(2 + wg) : "memory");
+/* Ping-pong turn-taking among consumer groups 1 .. NC in rotation (group g's turn: named barrier
+ * NC + g, 256 threads: its own 128 waiting and the previous group's 128 arriving): a group waits
+ * for its turn before its main loop and hands the turn to the next group after it. */
+template <int NC> __device__ __forceinline__ void turn_wait(int wg) {
+    asm volatile("bar.sync %0, 256;\n" ::"r"(NC + wg) : "memory");
 }
-__device__ __forceinline__ void turn_give(int wg) {
-    asm volatile("bar.arrive %0, 256;\n" ::"r"(2 + (3 - wg)) : "memory");
+template <int NC> __device__ __forceinline__ void turn_give(int wg) {
+    asm volatile("bar.arrive %0, 256;\n" ::"r"(NC + wg % NC + 1) : "memory");
 }
 
 /* wgmma descriptor of a [rows][64] 16-bit stage tile (K-major, 128-byte swizzle) */
@@ -494,10 +496,13 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
      * at 232 registers: no such configuration), and so do the folded epilogues' consumers (at
      * 168 registers the 128x128 fold tile spilled in its epilogue: ncu, 297,888 local memory
      * requests at MiniLM's QKV, 16384 tokens, 62 us against its plain twin's 37). */
-    constexpr bool kRebalance = NC == 2 && (C::kAcc >= 96 || FOLD) && !LN;
+    /* Four groups (three-group ping-pong) hold 128 each: the producer keeps 24, the consumers
+     * take 160 (at 40 / 152 the 64x192 tile's epilogue spilled 96 bytes). */
+    constexpr bool kRebalance = (NC == 3 || (NC == 2 && (C::kAcc >= 96 || FOLD))) && !LN;
+    constexpr int kProducerRegs = NC == 3 ? 24 : 40, kConsumerRegs = NC == 3 ? 160 : 232;
     if (wg == 0) {
         if constexpr (kRebalance)
-            asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
         if (t128 == 0) { /* the producer: one thread issues every copy */
             uint32_t it = 0;
             for (int32_t jt = 0;; jt++) {
@@ -571,7 +576,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
         }
     } else {
         if constexpr (kRebalance)
-            asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
         kern::pdl_wait();
         kern::pdl_trigger();
         [[maybe_unused]] const int32_t n_live = FOLD ? live_rows(ln, n) : n;
@@ -589,7 +594,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 break;
             if constexpr (PP)
                 if (j > 0)
-                    turn_wait(wg);
+                    turn_wait<NC>(wg);
             uint32_t it = (uint32_t)j * (uint32_t)my_nk;
 #pragma unroll
             for (int i = 0; i < C::kAcc; i++)
@@ -622,7 +627,7 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 mbar_arrive(kern::smem_u32(&empty[(it - 1) % STAGES]));
             if constexpr (PP) /* the other group's turn, if it has a tile j + 1 */
                 if (cta_tile<FOLD>(j + 1, n_tiles) >= 0)
-                    turn_give(wg);
+                    turn_give<NC>(wg);
             if constexpr (!C::kOneTile) {
                 /* The epilogue: bias, GELU, D into this group's staging tile (64 MI rows, BN /
                  * 64 blocks of [64 MI][64] 16-bit, 128-byte swizzled: chunk j of row r at j ^ (r %
@@ -1039,6 +1044,10 @@ const Entry kConfigs[] = {
     entry<2, 2, 128, 4, 1, true>("wgmma 128x128 s4 pingpong", 512, 1 << 30),
     entry<2, 1, 192, 5, 1, true>("wgmma 64x192 s5 pingpong", 512, 1 << 30),
     entry<2, 1, 256, 4, 1, true>("wgmma 64x256 s4 pingpong", 512, 1 << 30),
+    /* three groups in rotation: each has two others' main loops to hide its epilogue under (the
+     * exact GELU of a K = 384 tile takes ~60% of the SM's issue slots for its tensor time) */
+    entry<3, 1, 128, 5, 1, true>("wgmma 64x128 s5 pingpong3", 512, 1 << 30),
+    entry<3, 1, 192, 4, 1, true>("wgmma 64x192 s4 pingpong3", 512, 1 << 30),
     /* the sublayer end fused (clusters over a row block's column tiles, <= 16 CTAs) */
     entry_ln<1, 1, 64, 8, 1>("wgmma 64x64 s8 ln", 1, 1024),
     entry_ln<1, 1, 64, 8, 2>("wgmma 64x64 s8 ln splitk2", 1, 512),
