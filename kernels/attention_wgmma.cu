@@ -9,7 +9,10 @@
  *   S = Q K^T        HD / 16 x wgmma.m64n64k16, Q and K from shared memory (K-major, swizzled as
  *                    kern::wgmma_desc describes: 128-byte rows at head dim 64, 64-byte at 32);
  *   online softmax   on the S accumulators in registers, in base 2 (one FFMA + one MUFU per
- *                    score), row max over the 4 lanes of a quad;
+ *                    score), row max over the 4 lanes of a quad; O and l are rescaled lazily
+ *                    (only when some row of the warp sees a max kern::kAttnLazy above its
+ *                    reference, a warp-uniform branch), and where every row of a warp has one
+ *                    key range the mask needs one test per column;
  *   O += P V         4 x wgmma.m64nHDk16 with P as the register A operand (the S accumulators
  *                    re-packed to type D, no shared memory) and V read MN-major from shared memory
  *                    (the transpose flag), so nothing is transposed.
@@ -18,22 +21,24 @@
  * wgmma is waited for within its step, because ptxas serialises all of a kernel's wgmmas when
  * one may be in flight across a loop back edge or a branch it cannot resolve (warnings C7513 /
  * C7514; hence the two-block unrolled loop and the last step without an S). K/V blocks stream
- * through 4 shared-memory stages by cp.async from all threads (zero-filled past n_tokens, made
- * visible to the async proxy by fence.proxy.async before the block's barrier), 3 blocks ahead.
+ * through 4 shared-memory stages by TMA, issued by thread 0 3 blocks ahead and completing on one
+ * mbarrier per stage (no per-block CTA barrier, no address arithmetic in the loop); V rows past
+ * n_tokens are zeroed in the one block that holds them (P is 0 there, but 0 x a stale NaN is not).
  * The prologue needs two round trips: Q, n_tokens and the rows' sequence indices, then cu_seqlens.
  *
- * Measured on an H200 (bench_kernels_cuda, 12 heads, session 26, with the constant-trip tile
- * loader): head dim 64, 8 x 512 tokens 23.1-23.2 us (mma.sync kernel 30.2-31.0), 16384 ragged
- * tokens 84.4-85.3 (105.9-109.1); head dim 32, 17.2-17.4 (19.5-19.8) and 61.4 (67.5-68.6). The
- * loader's first form (a loop from tid / kChunks, a generic loop in SASS) cost 13-18%: 24.5-25.0
- * / 94.8-95.3 / 19.9 / 75.2 us. Nsight Compute before that change, 16384 tokens: 11-15 warps per
- * SM (3 CTAs of 132 registers at head dim 64, 4 of 113 at 32), 5.6-6.1 cycles per issued
- * instruction, issue slots 46-53%: latency-bound; more warps per SM (2 warp groups sharing K/V)
- * or a producer warp with TMA (FlashAttention-3) are the next steps.
+ * Measured on an H200 (bench_kernels_cuda, 12 heads, session 27, TMA and lazy rescale): head dim
+ * 64, 8 x 512 tokens 22.2 us (session 26's cp.async form 23.2, the mma.sync kernel 30.2-31.3),
+ * 16384 ragged tokens 81.0 (84.9; 105.5-109.1); head dim 32, 16.4 (17.3; 19.5-19.8) and 59.7
+ * (62.3; 67.5-69.4). The cp.async loader's first form (a loop from tid / kChunks, a generic loop
+ * in SASS) had cost 13-18% more. Nsight Compute of the cp.async form, 16384 tokens: 11-15 warps
+ * per SM (3 CTAs at head dim 64, shared memory; 4 at 32, registers), 5.6-6.1 cycles per issued
+ * instruction, issue slots 46-53%: latency-bound; more warps per SM (2 warp groups sharing K/V,
+ * FlashAttention-3) is the next step.
  *
  * Types: q, k, v, out and the wgmma operands (Q, K, V, P) are all bf16 or all IEEE binary16 (the
  * template parameter D, kern_dtype_t; one body for both); the accumulators and the online softmax
- * are fp32. No TMA: tiles move by cp.async, type-blind.
+ * are fp32. Q moves by cp.async (rows past max_tokens zero-filled), K and V by TMA (two tensor
+ * maps encoded per launch; a captured graph keeps them, the buffers being fixed).
  *
  * Launch configurations: bf16 / f16 x HD 32 / 64 x causal no / yes. Shared memory: the Q tile and 4
  * stages of K and V, 64 x HD 16-bit values each: 73 KiB at head dim 64. Tested by

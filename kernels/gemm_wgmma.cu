@@ -1044,8 +1044,10 @@ const Entry kConfigs[] = {
     entry<2, 2, 128, 4, 1, true>("wgmma 128x128 s4 pingpong", 512, 1 << 30),
     entry<2, 1, 192, 5, 1, true>("wgmma 64x192 s5 pingpong", 512, 1 << 30),
     entry<2, 1, 256, 4, 1, true>("wgmma 64x256 s4 pingpong", 512, 1 << 30),
-    /* three groups in rotation: each has two others' main loops to hide its epilogue under (the
-     * exact GELU of a K = 384 tile takes ~60% of the SM's issue slots for its tensor time) */
+    /* three groups in rotation, each epilogue beside two others' main loops. Made for the GELU
+     * epilogue, where they lose (session 27: MiniLM FFN-up 16384 tokens 61.7 / 64.2 us against
+     * 51.7); they win 2-3% at MiniLM's small bias GEMMs (4096 tokens), and the tuner's picks
+     * there make the 1024-token bucket 2.5% faster */
     entry<3, 1, 128, 5, 1, true>("wgmma 64x128 s5 pingpong3", 512, 1 << 30),
     entry<3, 1, 192, 4, 1, true>("wgmma 64x192 s4 pingpong3", 512, 1 << 30),
     /* the sublayer end fused (clusters over a row block's column tiles, <= 16 CTAs) */
