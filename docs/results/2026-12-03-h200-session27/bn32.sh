@@ -4,13 +4,12 @@
 # attn-bn32-both a752834: head dim 32 at 74 registers, 6 CTAs per SM (was 106, 4), 6 K/V stages;
 # head dim 64 at 90 registers and 43 KiB, 5 CTAs (was 122, 73 KiB: 3). Branch attn-bn32 24e0cdd
 # is the head-dim-32 half alone (same hd32 code): keep it if only MiniLM gains.
-# N = main faeaa04 (bench_engine_cuda; bench_kernels_cuda from attn-lazy-tma c0bc4fc, whose
-# attention is main's). N1 = N with lanes=1 (one chunk at a time: does BERT-base's ragged pass
+# N = main faeaa04. N1 = N with lanes=1 (one chunk at a time: does BERT-base's ragged pass
 # lose to the two lanes' contention? its kernels sum to ~8% under its wall time).
 # Kernel tests first (a failing or hanging BB stops the run); bench_kernels_cuda N / BB; engine
 # A/B, 3 rounds, one tuning for all (BB's GEMM code is main's: N's choices copied in).
 # BB then needs `final.sh check` with its binaries (binS = binBB) before it merges.
-# Dev box: binN = bench_engine_cuda (s27d's binS) + bench_kernels_cuda (s27a's binLT);
+# Dev box: binN = bench_engine_cuda bench_kernels_cuda (build-next/bin0 at faeaa04, stripped);
 #   binBB = kernels_cuda engine_cuda bench_kernels_cuda bench_engine_cuda (build-next/bin0 at
 #   a752834), all stripped;
 #   tar cf - -C .gpucarry lib/libopenblas.so.0 lib/libjansson.so.4 lib/libgfortran.so.5 \
