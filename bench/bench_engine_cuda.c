@@ -395,9 +395,9 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
     work_t one = s_work(NULL, 1, 128, in->vocab_size, &rng);
     const timing_t b1 = s_time(e, &one, 1, reps);
     /* latency against tokens next, in b1's conditions: timed after the ragged and sustained
-     * phases below (up to session 27), the 128-token point, the same pass as b1's, ran 12-31%
-     * slower on the GPU (BERT-base 0.41 against 0.32 ms; cause not isolated: clocks after the
-     * load, or lane state). Its own generator leaves the ragged batch's draw as it was. */
+     * phases below (up to session 27), the 128-token point, the same pass as b1's, ran 10-31%
+     * slower in most rounds (BERT-base 0.42 against 0.32 ms; cause not isolated: clocks after
+     * the load, or lane state). Its own generator leaves the ragged batch's draw as it was. */
     static const int32_t counts[] = {128, 256, 512, 1024, 2048, 4096, 8192};
     timing_t lat[7];
     com_prng_t rng_lat;
