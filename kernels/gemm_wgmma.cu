@@ -22,7 +22,7 @@
  * or 3 groups owns every NC-th tile, so a group's epilogue overlaps the others' main loops; named
  * barriers make the groups take the ring in turn (without them a group could run a whole ring
  * lap ahead and the mbarrier parities alias). With two consumer groups and many accumulators,
- * setmaxnreg moves registers from the producer (40) to the consumers (232; three groups: 152).
+ * setmaxnreg moves registers from the producer (40) to the consumers (232; three groups: 24 / 160).
  * Epilogue: bias, GELU and 16-bit rounding in registers, the tile written into swizzled shared
  * staging and stored by TMA (which clips rows >= n and columns >= out); per-thread 4-byte stores
  * straight from the accumulators wrote at under 1 TB/s and were the large-n bottleneck.
