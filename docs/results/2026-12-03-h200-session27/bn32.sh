@@ -16,25 +16,15 @@
 #     lib/libquadmath.so.0 binN binBB bn32.sh final.sh | xz -T8 > .gpupack/s28a.tar.xz
 # Device: carry [".gpupack/s28a.tar.xz"]; mkdir -p .gpucarry && tar xJf .gpupack/s28a.tar.xz -C .gpucarry && bash .gpucarry/bn32.sh
 # Its check after: mkdir -p .gpucarry && tar xJf .gpupack/s28a.tar.xz -C .gpucarry && ln -sfn binBB .gpucarry/binS && bash .gpucarry/final.sh check
-export LD_LIBRARY_PATH=$PWD/.gpucarry/lib:/usr/local/cuda/lib64 PATH=$PATH:/usr/local/cuda/bin
-C=$PWD/.gpucarry R=$OUT/bn32
-mkdir -p $R
-[ -d /tmp/m/minilm ] || python3 bench/gpu/make_random_models.py /tmp/m > /dev/null 2>&1
-( time timeout 150 $C/binBB/kernels_cuda attention ) > $R/kernels_BB.log 2>&1
-rc=$?; echo "rc $rc" >> $R/kernels_BB.log
-echo "== kernels BB rc $rc"; grep -E "CHECK failed|passed|real" $R/kernels_BB.log | tail -3
-[ $rc = 0 ] || { tar cf $OUT/bn32.tar -C $OUT bn32; exit 1; }
+. bench/gpu/variant_steps.sh
+variant_setup bn32
+kernel_tests BB 150 attention || { variant_finish bn32; exit 1; }
 for v in N BB; do
   timeout 120 $C/bin$v/bench_kernels_cuda $R/k_$v.json 50 > $R/k_$v.txt 2>&1
   echo "== bench $v rc $?"; grep -E "T=(128|4096|16384) attention (mma|wgmma)" $R/k_$v.txt
 done
-for m in minilm bert-base; do
-  EMBER_TUNE_CACHE=/tmp/tc_$m timeout 200 $C/binN/bench_engine_cuda profile /tmp/m/$m cuda:0 \
-    b1_128,512,1024,ragged 20 spin=5000 > $R/tune_$m.txt 2>&1
-  for v in N N1 BB; do cp /tmp/tc_$m /tmp/engine_ab_tc_${m}_$v; done
-done
+shared_tuning b1_128,512,1024,ragged N N1 BB
 AB_ITERS=200 bash bench/gpu/engine_ab.sh $R/ab.txt /tmp/m b1_128,512,1024,ragged 3 N=$C/binN \
   N1=$C/binN,lanes=1 BB=$C/binBB > $R/ab_summary.txt 2>&1
-grep -E "==|wall" $R/ab_summary.txt | sed -E 's/profile \/tmp\/m\///; s/ p99.*GPU median/ GPU/; s/, submit.*//; s/ \(2 chunks.*//'
-rm -f $R/*.json
-tar cf $OUT/bn32.tar -C $OUT bn32 && rm -rf $R
+ab_summary $R/ab_summary.txt
+variant_finish bn32

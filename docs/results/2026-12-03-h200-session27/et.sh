@@ -17,25 +17,15 @@
 #     lib/libquadmath.so.0 binN binET et.sh final.sh | xz -T8 > .gpupack/s28b.tar.xz
 # Device: carry [".gpupack/s28b.tar.xz"]; mkdir -p .gpucarry && tar xJf .gpupack/s28b.tar.xz -C .gpucarry && bash .gpucarry/et.sh
 # Its check after: mkdir -p .gpucarry && tar xJf .gpupack/s28b.tar.xz -C .gpucarry && ln -sfn binET .gpucarry/binS && bash .gpucarry/final.sh check
-export LD_LIBRARY_PATH=$PWD/.gpucarry/lib:/usr/local/cuda/lib64 PATH=$PATH:/usr/local/cuda/bin
-C=$PWD/.gpucarry R=$OUT/et
-mkdir -p $R
-[ -d /tmp/m/minilm ] || python3 bench/gpu/make_random_models.py /tmp/m > /dev/null 2>&1
-( time timeout 150 $C/binET/kernels_cuda linear linear_ln linear_fold linear_pdl ) > $R/kernels_ET.log 2>&1
-rc=$?; echo "rc $rc" >> $R/kernels_ET.log
-echo "== kernels ET rc $rc"; grep -E "CHECK failed|passed|real" $R/kernels_ET.log | tail -3
-[ $rc = 0 ] || { tar cf $OUT/et.tar -C $OUT et; exit 1; }
+. bench/gpu/variant_steps.sh
+variant_setup et
+kernel_tests ET 150 linear linear_ln linear_fold linear_pdl || { variant_finish et; exit 1; }
 for v in N ET; do
   timeout 120 $C/bin$v/bench_kernels_cuda gemms $R/g_$v.json 20 4096,16384 dtype=f16 > $R/g_$v.txt 2>&1
   echo "== gemms $v rc $?"; grep "best of" $R/g_$v.txt | grep -E "ffn1\+gelu|qkv |out |ffn2 " | cut -c1-110
   grep -E "16384 ffn1\+gelu.*pingpong f16" $R/g_$v.txt | cut -c1-90
 done
-for m in minilm bert-base; do
-  EMBER_TUNE_CACHE=/tmp/tc_$m timeout 200 $C/binN/bench_engine_cuda profile /tmp/m/$m cuda:0 \
-    b1_128,1024,ragged 20 spin=5000 > $R/tune_$m.txt 2>&1
-  for v in N ET; do cp /tmp/tc_$m /tmp/engine_ab_tc_${m}_$v; done
-done
+shared_tuning b1_128,1024,ragged N ET
 AB_ITERS=200 bash bench/gpu/engine_ab.sh $R/ab.txt /tmp/m b1_128,1024,ragged 3 N=$C/binN ET=$C/binET > $R/ab_summary.txt 2>&1
-grep -E "==|wall" $R/ab_summary.txt | sed -E 's/profile \/tmp\/m\///; s/ p99.*GPU median/ GPU/; s/, submit.*//; s/ \(2 chunks.*//'
-rm -f $R/*.json
-tar cf $OUT/et.tar -C $OUT et && rm -rf $R
+ab_summary $R/ab_summary.txt
+variant_finish et

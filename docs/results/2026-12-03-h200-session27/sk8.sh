@@ -15,21 +15,16 @@
 #   tar cf - -C .gpucarry lib/libopenblas.so.0 lib/libjansson.so.4 lib/libgfortran.so.5 \
 #     lib/libquadmath.so.0 binN binSK sk8.sh final.sh | xz -T8 > .gpupack/s28c.tar.xz
 # Device: carry [".gpupack/s28c.tar.xz"]; mkdir -p .gpucarry && tar xJf .gpupack/s28c.tar.xz -C .gpucarry && bash .gpucarry/sk8.sh
-export LD_LIBRARY_PATH=$PWD/.gpucarry/lib:/usr/local/cuda/lib64 PATH=$PATH:/usr/local/cuda/bin
-C=$PWD/.gpucarry R=$OUT/sk8
-mkdir -p $R
-[ -d /tmp/m/minilm ] || python3 bench/gpu/make_random_models.py /tmp/m > /dev/null 2>&1
-( time timeout 200 $C/binSK/kernels_cuda linear linear_ln linear_fold linear_pdl ) > $R/kernels_SK.log 2>&1
-rc=$?; echo "rc $rc" >> $R/kernels_SK.log
-echo "== kernels SK rc $rc"; grep -E "CHECK failed|passed|real|splitk8" $R/kernels_SK.log | tail -6
-[ $rc = 0 ] || { tar cf $OUT/sk8.tar -C $OUT sk8; exit 1; }
+. bench/gpu/variant_steps.sh
+variant_setup sk8
+kernel_tests SK 200 linear linear_ln linear_fold linear_pdl || { variant_finish sk8; exit 1; }
+grep splitk8 $R/kernels_SK.log | tail -3
 for v in N SK; do
   timeout 120 $C/bin$v/bench_kernels_cuda gemms $R/g_$v.json 20 128,256 dtype=f16 > $R/g_$v.txt 2>&1
   echo "== gemms $v rc $?"; grep "best of" $R/g_$v.txt | grep -E "ffn2" | cut -c1-110
   grep -E "ffn2.*splitk" $R/g_$v.txt | cut -c1-90
 done
 AB_ITERS=400 bash bench/gpu/engine_ab.sh $R/ab.txt /tmp/m b1_128,256 3 N=$C/binN SK=$C/binSK > $R/ab_summary.txt 2>&1
-grep -E "==|wall" $R/ab_summary.txt | sed -E 's/profile \/tmp\/m\///; s/ p99.*GPU median/ GPU/; s/, submit.*//'
+ab_summary $R/ab_summary.txt
 for m in minilm bert-base; do grep -c splitk8 /tmp/engine_ab_tc_${m}_SK; grep -P "\tn (128|256) in (1536|3072) " /tmp/engine_ab_tc_${m}_SK | cut -f2-; done
-rm -f $R/*.json
-tar cf $OUT/sk8.tar -C $OUT sk8 && rm -rf $R
+variant_finish sk8
