@@ -41,7 +41,7 @@ fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY); os.write(fd, struct.pack("i",
         --spin-us $spin >"$out/worker-$tag.log" 2>&1 &
     worker=$!
     trap 'kill $worker $broker $qos 2>/dev/null || true; wait 2>/dev/null || true' EXIT
-    wait_for_pool $fe 100 || echo "== the pool did not answer in 20 s"
+    wait_for_pool $fe 300 || echo "== the pool did not answer in 60 s"
     echo "== config $cfg (spin $spin us)"
     $pc "$carry/bin/bench_pool" --broker $fe --n 5000 --spin-us $spin --text "$text128" \
         --json "$out/pool_128_$tag.json"
