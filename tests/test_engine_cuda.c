@@ -719,14 +719,15 @@ int main(int argc, char **argv) {
         wrk_cuda_stats_t st;
         CHECK(wrk_engine_cuda_stats(gpu, &st, &err) == 0);
         /* the fold: every bucket with fold=on; else (auto) those of up to fold_max tokens
-         * (WRK_BERT_FOLD_MAX_DEFAULT) where fold=on would be taken with the residual stream
-         * left to it */
+         * (by default wrk_bert_cuda_fold_max_default: 512 at the test model's hidden 384)
+         * where fold=on would be taken with the residual stream left to it */
         const char *fm = strstr(modes[m].device, "fold_max=");
-        const int32_t want_fold = strstr(modes[m].device, "fold=on") ? st.max_bucket
-                                  : !strstr(modes[m].device, "fold=off") && modes[m].dtype == 1 &&
-                                          !strstr(modes[m].device, "residual=f32")
-                                      ? (fm ? atoi(fm + 9) : WRK_BERT_FOLD_MAX_DEFAULT)
-                                      : 0;
+        const int32_t want_fold =
+            strstr(modes[m].device, "fold=on") ? st.max_bucket
+            : !strstr(modes[m].device, "fold=off") && modes[m].dtype == 1 &&
+                    !strstr(modes[m].device, "residual=f32")
+                ? (fm ? atoi(fm + 9) : wrk_bert_cuda_fold_max_default(in->hidden_size))
+                : 0;
         /* QKV + attention fused at the buckets of up to 128 tokens unless fuse=off (Hopper; the
          * test's MiniLM has head dim 32, where fuse=auto fuses as fuse=on does) */
         const int32_t want_fuse = strstr(modes[m].device, "fuse=off") ? 0 : 128;

@@ -931,7 +931,8 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         goto err;
     /* AUTO folds only where ON would be taken without asking for more: the residual stream left
      * to the pass (the folded one is its binary16 sums), a Hopper GPU (our folding GEMMs) */
-    const int32_t fold_max = opts->fold_max > 0 ? opts->fold_max : WRK_BERT_FOLD_MAX_DEFAULT;
+    const int32_t fold_max =
+        opts->fold_max > 0 ? opts->fold_max : wrk_bert_cuda_fold_max_default(info->hidden_size);
     int fold = opts->fold, major = 0, dev = 0;
     if (fold == WRK_BERT_FOLD_AUTO &&
         ((opts->residual != WRK_BERT_RESIDUAL_AUTO && opts->residual != KERN_RESIDUAL_F16) ||

@@ -68,16 +68,23 @@ typedef struct wrk_bert_cuda_opts {
 } wrk_bert_cuda_opts_t;
 /* fold: OFF; ON, every bucket (binary16 activations that hold the folded pass's values, hidden %
  * 64 == 0 and a Hopper GPU, else refused with COM_EUNSUPPORTED); AUTO, the buckets of up to
- * fold_max tokens (WRK_BERT_FOLD_MAX_DEFAULT) where ON would be taken with the residual stream
- * auto or f16, else none. Measured on the H200 (docs/benchmarks.md, eighteenth round): the fold
- * wins up to 256 tokens (BERT-base 0.411 against 0.463 ms at 256; MiniLM 0.152 against 0.163),
- * is mixed at 512 (MiniLM 0.198 against 0.204, BERT-base 0.645 against 0.566) and loses from
- * 1024 on, so AUTO keeps both passes (the folded QKV and FFN-up weights twice) and picks one per
- * bucket. */
-#define WRK_BERT_FOLD_OFF         0
-#define WRK_BERT_FOLD_ON          1
-#define WRK_BERT_FOLD_AUTO        2
-#define WRK_BERT_FOLD_MAX_DEFAULT 256
+ * fold_max tokens (default: the buckets of up to WRK_BERT_FOLD_ELEMS_DEFAULT / hidden tokens,
+ * wrk_bert_cuda_fold_max_default) where ON would be taken with the residual stream auto or f16,
+ * else none. Measured on the H200 (docs/benchmarks.md, eighteenth and twenty-seventh rounds): the
+ * fold wins up to 256 tokens (BERT-base 0.411 against 0.463 ms at 256; MiniLM 0.152 against
+ * 0.163); at 512 MiniLM gains (0.188 against 0.199 ms) and BERT-base loses (0.604 against 0.544);
+ * from 1024 on both lose. The crossover is a layer's size: 512 x 384 = 256 x 768 activations. So
+ * AUTO keeps both passes (the folded QKV and FFN-up weights twice) and picks one per bucket. */
+#define WRK_BERT_FOLD_OFF  0
+#define WRK_BERT_FOLD_ON   1
+#define WRK_BERT_FOLD_AUTO 2
+/* tokens x hidden of the largest bucket folded by default (512 x 384 = 256 x 768) */
+#define WRK_BERT_FOLD_ELEMS_DEFAULT 196608
+/* the largest bucket AUTO folds by default for a model of this hidden size: the tokens of
+ * WRK_BERT_FOLD_ELEMS_DEFAULT activations (MiniLM 512, BERT-base 256) */
+static inline int32_t wrk_bert_cuda_fold_max_default(int32_t hidden) {
+    return hidden > 0 ? WRK_BERT_FOLD_ELEMS_DEFAULT / hidden : 0;
+}
 /* fuse: ON runs a layer's QKV projection and attention as one kernel (kernels/qkv_attention.h)
  * at every bucket it supports (<= 128 tokens, Hopper); AUTO does so only at head dim 32, where it
  * was measured faster (H200, MiniLM 1 x 128: GPU 0.1165 against 0.1190 ms; at BERT-base's head
