@@ -32,10 +32,11 @@
  *   worker/model_bert_cuda.h; default auto: binary16 when the model's weights bound every
  *   value within its range, else bf16), fold=auto|on|off and fold_max=N (the folded
  *   LayerNorm, worker/model_bert_cuda.h; default auto: at the buckets of up to N = 196608 /
- *   hidden tokens, where it was measured faster; on: at every bucket), fuse=auto|on|off (QKV +
- * attention as one kernel at the buckets it supports, worker/model_bert_cuda.h; default auto: at
- * head dim 32 only, where it was measured faster), gpu_time=N (time every Nth batch's passes on the
- * GPU with a pair of events, 0: none; default WRK_CUDA_GPU_TIME_DEFAULT, engine_cuda.h), fault=N
+ *   hidden tokens, where it was measured faster; on: at every bucket), fuse=auto|on|off (QKV
+ *   + attention as one kernel at the buckets it supports, worker/model_bert_cuda.h; default
+ *   auto: at head dim 32 only, where it was measured faster), gpu_time=N (time every Nth
+ *   batch's passes on the GPU with a pair of events, 0: none; default
+ *   WRK_CUDA_GPU_TIME_DEFAULT, engine_cuda.h), fault=N
  *   (for tests of the failure path: the Nth chunk's pass is queued behind a kernel that traps,
  *   kern_fault_trap_cuda, a sticky error) and graphs=...:
  *
