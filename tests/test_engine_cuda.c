@@ -102,6 +102,15 @@ static double s_compare(wrk_engine_t *gpu, wrk_engine_t *cpu, const wrk_batch_t 
     return worst;
 }
 
+/* fold=auto's default reach (no GPU needed): the measured crossovers, MiniLM's 512 tokens at
+ * hidden 384 and BERT-base's 256 at hidden 768 (docs/benchmarks.md, twenty-seventh round) */
+static void test_fold_default(void) {
+    CHECK(wrk_bert_cuda_fold_max_default(384) == 512);
+    CHECK(wrk_bert_cuda_fold_max_default(768) == 256);
+    CHECK(wrk_bert_cuda_fold_max_default(1024) == 192);
+    CHECK(wrk_bert_cuda_fold_max_default(0) == 0);
+}
+
 static void test_buckets(void) {
     CHECK(wrk_cuda_bucket_tokens(1) == 64 && wrk_cuda_bucket_tokens(64) == 64);
     CHECK(wrk_cuda_bucket_tokens(65) == 128 && wrk_cuda_bucket_tokens(1024) == 1024);
@@ -503,6 +512,7 @@ int main(int argc, char **argv) {
     }
     if (!fault) {
         test_buckets();
+        test_fold_default();
         test_device_options(test_model_dir());
     }
     int n_dev = 0;
