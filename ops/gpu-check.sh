@@ -12,13 +12,20 @@
 #      --pack), the engine with the real weights vs sentence-transformers (check_real_model.py);
 #   5. kernel bench (bench_kernels_cuda), engine bench (bench_engine_cuda) and the transformers
 #      bf16 peer, eager and CUDA graph (bench/gpu/transformers_peer.py), for both model shapes;
-#   6. a summary table (PASS/FAIL + the headline numbers); JSON files and logs in $OUT.
+#   6. a summary table (PASS/FAIL + the headline numbers); JSON files and logs in $OUT;
+#   7. (only when --steps names it; before the summary) bench/gpu/profile_engine.sh: per-kernel
+#      times of one eager pass under Nsight Compute, into $OUT/profile/.
 # Exit status: 0 when every check passed. About 5-7 minutes of GPU time.
 #
-# Usage (GPU host):  OUT=/path ops/gpu-check.sh [--prebuilt DIR] [--quick] [--steps 3,4,5]
-#   --steps: which of steps 3-5 to run (default all; 1, 2 and 6 always run). The device tool
+# Usage (GPU host):  OUT=/path ops/gpu-check.sh [--prebuilt DIR] [--quick] [--engine-only]
+#                        [--reps N] [--steps 3,4,5]
+#   --steps: which of steps 3-5 and 7 to run (default 3,4,5; 1, 2 and 6 always run). The device tool
 #   allows 600 s per call and a full check takes longer since the engine times its GEMMs at
 #   every start: run "--steps 3,4" and "--steps 5" as two calls with the same OUT and MODELS.
+#   --engine-only: the engine's test and benches only (no kernels_cuda, no bench_kernels_cuda):
+#   a session's final check and benches of record fit one call (~4.5 + ~1.2 min).
+#   --reps N: the engine bench's repetitions (default 200, --quick 40). The engine bench
+#   waits for results by spinning (spin=5000 us), as the benches of record do.
 #        (dev box):  ops/gpu-check.sh --pack DIR BUILD_DIR    # binaries + their non-system libs
 #   (+ real-minilm/: a bf16 copy of models/all-MiniLM-L6-v2, xz-compressed, when that is there;
 #   the device tool's 64 MiB carry limit then wants DIR itself packed: tar cJf)
@@ -49,12 +56,15 @@ if [ "${1:-}" = "--pack" ]; then
     exit 0
 fi
 PREBUILT=""
-QUICK=0
+ENGINE_ONLY=0
+REPS=200
 STEPS=3,4,5
 while [ $# -gt 0 ]; do
     case "$1" in
         --prebuilt) PREBUILT=$(cd "$2" && pwd); shift 2 ;;
-        --quick) QUICK=1; shift ;;
+        --quick) REPS=40; shift ;;
+        --engine-only) ENGINE_ONLY=1; shift ;;
+        --reps) REPS=$2; shift 2 ;;
         --steps) STEPS=$2; shift 2 ;;
         *) echo "unknown argument $1"; exit 2 ;;
     esac
@@ -79,7 +89,10 @@ if [ -n "$PREBUILT" ]; then
     export LD_LIBRARY_PATH=$PREBUILT/lib:$LD_LIBRARY_PATH
     BIN_KT=$PREBUILT/kernels_cuda BIN_ET=$PREBUILT/engine_cuda
     BIN_EB=$PREBUILT/bench_engine_cuda BIN_KB=$PREBUILT/bench_kernels_cuda
-    missing=$(ldd "$BIN_EB" "$BIN_KT" | grep "not found" | sort -u)
+    bins=("$BIN_EB" "$BIN_ET")
+    [ $ENGINE_ONLY -eq 1 ] || bins+=("$BIN_KT" "$BIN_KB")
+    missing=$(for b in "${bins[@]}"; do [ -x "$b" ] || echo "$b: missing"; done
+              ldd "${bins[@]}" 2>/dev/null | grep "not found" | sort -u)
     if [ -n "$missing" ]; then echo "$missing"; record build FAIL; else record "build (prebuilt)" PASS; fi
 else
     # the -dev packages' pkg-config files say prefix=/usr: a sysroot maps them into /opt/deps
@@ -114,7 +127,9 @@ step "3. gpu tests"
 export EMBER_TEST_MODEL_DIR=$MODELS/minilm EMBER_SOURCE_DIR=$ROOT EMBER_TEST_DATA_DIR=/tmp
 if want 3; then
     # the gpu-labelled ctests are these two binaries: run them once, each with its own log
-    for t in "$BIN_KT" "$BIN_ET"; do
+    tests=("$BIN_ET")
+    [ $ENGINE_ONLY -eq 1 ] || tests=("$BIN_KT" "$BIN_ET")
+    for t in "${tests[@]}"; do
         n=$(basename "$t")
         timeout 600 "$t" > "$OUT/test_$n.log" 2>&1
         rc=$?
@@ -148,15 +163,24 @@ fi
 
 step "5. benches"
 if want 5; then
-    REPS=200; [ $QUICK -eq 1 ] && REPS=40
-    "$BIN_KB" "$OUT/bench_kernels.json" 50 > "$OUT/bench_kernels.log" 2>&1 && record "bench kernels" PASS || record "bench kernels" FAIL
+    if [ $ENGINE_ONLY -eq 0 ]; then
+        "$BIN_KB" "$OUT/bench_kernels.json" 50 > "$OUT/bench_kernels.log" 2>&1 && record "bench kernels" PASS || record "bench kernels" FAIL
+    fi
     for m in minilm bert-base; do
-        "$BIN_EB" bench "$MODELS/$m" "$m" "$OUT/bench_engine_$m.json" $REPS > "$OUT/bench_engine_$m.log" 2>&1 &&
+        "$BIN_EB" bench "$MODELS/$m" "$m" "$OUT/bench_engine_$m.json" $REPS spin=5000 > "$OUT/bench_engine_$m.log" 2>&1 &&
             record "bench engine $m" PASS || { tail -5 "$OUT/bench_engine_$m.log"; record "bench engine $m" FAIL; }
         python3 bench/gpu/transformers_peer.py "$MODELS/$m" "$m" "$OUT/peer_$m.json" $((REPS / 2)) \
             > "$OUT/peer_$m.log" 2>&1 && record "peer $m" PASS || { tail -5 "$OUT/peer_$m.log"; record "peer $m" FAIL; }
     done
-    cat "$OUT/bench_kernels.log" | sed -n '/== CUDA kernels/,$p'
+    [ $ENGINE_ONLY -eq 1 ] || sed -n '/== CUDA kernels/,$p' "$OUT/bench_kernels.log"
+fi
+
+if want 7; then
+    step "7. profile"
+    if bash bench/gpu/profile_engine.sh "$BIN_EB" "$MODELS" "$OUT/profile" > "$OUT/profile.log" 2>&1; then
+        record profile PASS; else tail -5 "$OUT/profile.log"; record profile FAIL; fi
+    grep -A14 "ragged: kernels" "$OUT/profile/profile.txt" | grep -E "==|^kind|^[a-z]+ +[0-9]"
+    rm -f "$OUT"/profile/*.csv
 fi
 
 step "6. summary"

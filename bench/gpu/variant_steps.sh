@@ -5,6 +5,8 @@
 #   variant_setup NAME          C (.gpucarry), R ($OUT/NAME), the library path, the random models
 #   kernel_tests LABEL SECS TEST...  bin<LABEL>/kernels_cuda TEST... under a timeout into
 #                               $R/kernels_LABEL.log; prints the result; returns its exit status
+#   attention_bench LABEL...    bin<LABEL>/bench_kernels_cuda (all kernels) into $R/k_LABEL.txt;
+#                               prints the attention kernels' rows at 128, 4096, 16384 tokens
 #   shared_tuning CASES LABEL...     tunes the GEMMs once per model with the first label's
 #                               bench_engine_cuda and gives every label that cache, so an
 #                               engine_ab.sh A/B of builds with the same GEMM configurations
@@ -26,6 +28,14 @@ kernel_tests() {
     echo "== kernels $v rc $rc"
     grep -E "CHECK failed|passed|real" "$R/kernels_$v.log" | tail -3
     return $rc
+}
+attention_bench() {
+    local v
+    for v in "$@"; do
+        timeout 120 "$C/bin$v/bench_kernels_cuda" "$R/k_$v.json" 50 >"$R/k_$v.txt" 2>&1
+        echo "== bench $v rc $?"
+        grep -E "T=(128|4096|16384) attention (mma|wgmma)" "$R/k_$v.txt"
+    done
 }
 shared_tuning() {
     local cases=$1 m v

@@ -17,10 +17,7 @@
 . bench/gpu/variant_steps.sh
 variant_setup bn32
 kernel_tests BB 150 attention || { variant_finish bn32; exit 1; }
-for v in N BB; do
-  timeout 120 $C/bin$v/bench_kernels_cuda $R/k_$v.json 50 > $R/k_$v.txt 2>&1
-  echo "== bench $v rc $?"; grep -E "T=(128|4096|16384) attention (mma|wgmma)" $R/k_$v.txt
-done
+attention_bench N BB
 shared_tuning b1_128,512,1024,ragged N N1 BB
 AB_ITERS=200 bash bench/gpu/engine_ab.sh $R/ab.txt /tmp/m b1_128,512,1024,ragged 3 N=$C/binN \
   N1=$C/binN,lanes=1 BB=$C/binBB > $R/ab_summary.txt 2>&1

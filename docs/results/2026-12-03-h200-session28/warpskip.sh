@@ -8,7 +8,8 @@
 # 112 (hd 32; still 4 CTAs per SM), 122 -> 124 (hd 64); no spills, no wgmma serialisation.
 # Kernel tests first (attention: the NaN-poisoned rows past n_tokens and ragged batches check
 # the skip); bench_kernels_cuda N / WS; engine A/B, 3 rounds, one tuning for all (same GEMMs).
-# A winner then needs `final.sh check` (binS = binWS) before it merges.
+# A winner then needs `OUT=$OUT/ws ops/gpu-check.sh --prebuilt .gpucarry/binWS --engine-only --steps 3,4`
+# (binWS needs engine_cuda and bench_engine_cuda; lib/ copied in) before it merges.
 # Dev box: git apply docs/results/2026-12-03-h200-session28/warpskip.patch on a branch off main;
 #   binN = main, binWS = the branch (kernels_cuda engine_cuda bench_kernels_cuda
 #   bench_engine_cuda, stripped, built in build-next/bin0); lib/ as in bn32.sh;
@@ -17,10 +18,7 @@
 . bench/gpu/variant_steps.sh
 variant_setup warpskip
 kernel_tests WS 150 attention || { variant_finish warpskip; exit 1; }
-for v in N WS; do
-  timeout 120 $C/bin$v/bench_kernels_cuda $R/k_$v.json 50 > $R/k_$v.txt 2>&1
-  echo "== bench $v rc $?"; grep -E "T=(128|4096|16384) attention (mma|wgmma)" $R/k_$v.txt
-done
+attention_bench N WS
 shared_tuning b1_128,512,1024,ragged N WS
 AB_ITERS=200 bash bench/gpu/engine_ab.sh $R/ab.txt /tmp/m b1_128,512,1024,ragged 3 N=$C/binN \
   WS=$C/binWS > $R/ab_summary.txt 2>&1
