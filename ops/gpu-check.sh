@@ -26,6 +26,8 @@
 #   a session's final check and benches of record fit one call (~4.5 + ~1.2 min).
 #   --reps N: the engine bench's repetitions (default 200, --quick 40). The engine bench
 #   waits for results by spinning (spin=5000 us), as the benches of record do.
+#   Through the device tool (at most 8 files come back from its $OUT): point OUT elsewhere and
+#   tar it into $OUT, e.g. `OUT=/tmp/rec ops/gpu-check.sh ...; tar cf $OUT/rec.tar -C /tmp rec`.
 #        (dev box):  ops/gpu-check.sh --pack DIR BUILD_DIR    # binaries + their non-system libs
 #   (+ real-minilm/: a bf16 copy of models/all-MiniLM-L6-v2, xz-compressed, when that is there;
 #   the device tool's 64 MiB carry limit then wants DIR itself packed: tar cJf)
