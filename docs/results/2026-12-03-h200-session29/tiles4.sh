@@ -5,7 +5,8 @@
 # = main + warpskip. Kernel tests of T4 (attention), bench_kernels_cuda N / T4, engine A/B (one
 # tuning, 4 rounds); then ops/gpu-check.sh --engine-only --steps 3,4 (engine test + check_engine.py
 # against transformers) on T4 when it beat N on the ragged batch without losing at 1024 tokens,
-# else on N (main).
+# else on N (main). Ran (it checked N); results in tiles4/ and README.txt item 2. T4's code:
+# tiles.patch (on main + session 28's warpskip.patch).
 # Pack: binN binWS binT4 + lib/: tar cf - -C .gpucarry lib binN binWS binT4 | xz -T2 --lzma2=preset=6,dict=192MiB > .gpupack/t4.tar.xz
 # Device: carry [".gpupack/t4.tar.xz"]; mkdir -p .gpucarry && tar xJf .gpupack/t4.tar.xz -C .gpucarry && bash docs/results/2026-12-03-h200-session29/tiles4.sh
 . bench/gpu/variant_steps.sh
