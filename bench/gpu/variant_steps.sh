@@ -7,6 +7,10 @@
 #                               $R/kernels_LABEL.log; prints the result; returns its exit status
 #   attention_bench LABEL...    bin<LABEL>/bench_kernels_cuda (all kernels) into $R/k_LABEL.txt;
 #                               prints the attention kernels' rows at 128, 4096, 16384 tokens
+#   gemms_bench ARGS LABEL...   bin<LABEL>/bench_kernels_cuda gemms (every GEMM candidate; ARGS:
+#                               its token list and filters, e.g. "4096,16384 dtype=f16
+#                               gemm=ffn1+gelu") into $R/g_LABEL.txt; prints the best of ours per
+#                               GEMM and the ping-pong tiles' rows
 #   shared_tuning CASES LABEL...     tunes the GEMMs once per model with the first label's
 #                               bench_engine_cuda and gives every label that cache, so an
 #                               engine_ab.sh A/B of builds with the same GEMM configurations
@@ -35,6 +39,17 @@ attention_bench() {
         timeout 120 "$C/bin$v/bench_kernels_cuda" "$R/k_$v.json" 50 >"$R/k_$v.txt" 2>&1
         echo "== bench $v rc $?"
         grep -E "T=(128|4096|16384) attention (mma|wgmma)" "$R/k_$v.txt"
+    done
+}
+gemms_bench() {
+    local args=$1 v
+    shift
+    for v in "$@"; do
+        # shellcheck disable=SC2086 # ARGS is a word list
+        timeout 120 "$C/bin$v/bench_kernels_cuda" gemms "$R/g_$v.json" 20 $args >"$R/g_$v.txt" 2>&1
+        echo "== gemms $v rc $?"
+        grep "best of" "$R/g_$v.txt" | cut -c1-110
+        grep -E "pingpong f16" "$R/g_$v.txt" | cut -c1-90
     done
 }
 shared_tuning() {

@@ -11,11 +11,7 @@
 . bench/gpu/variant_steps.sh
 variant_setup g13
 kernel_tests G 150 bias_gelu linear || { variant_finish g13; exit 1; }
-for v in N G; do
-  timeout 100 $C/bin$v/bench_kernels_cuda gemms $R/g_$v.json 20 4096,16384 dtype=f16 gemm=ffn1+gelu > $R/g_$v.txt 2>&1
-  echo "== gemms $v rc $?"; grep "best of" $R/g_$v.txt | cut -c1-110
-  grep -E "pingpong f16" $R/g_$v.txt | cut -c1-90
-done
+gemms_bench "4096,16384 dtype=f16 gemm=ffn1+gelu" N G
 shared_tuning b1_128,1024,ragged N G
 AB_ITERS=200 bash bench/gpu/engine_ab.sh $R/ab.txt /tmp/m b1_128,1024,ragged 3 N=$C/binN G=$C/binG > $R/ab_summary.txt 2>&1
 ab_summary $R/ab_summary.txt
