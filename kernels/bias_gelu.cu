@@ -1,9 +1,10 @@
 /* kernels/bias_gelu.cu — CUDA bias + exact (erf) GELU in place on 16-bit values, bf16 or binary16
  * (contract in bias_gelu.h; plain-C reference kern_bias_gelu_ref beside it).
  *
- * Algorithm: element-wise, fp32 math: z = x + b; x = kern::gelu_erf(z) (the branch-free erf
- * form shared with the GEMM epilogue; error bound in kern_cuda_dev.cuh) rounded once to the
- * 16-bit type (dtype: x and b alike; the template parameter D of the kernel).
+ * Algorithm: element-wise: z = x + b in fp32; x = GELU(z) by kern::gelu_pair<D> on column pairs
+ * (fp32 math for bf16, binary16 arithmetic for binary16: the GEMM epilogues' own GELU, so both
+ * give the same bits; error bounds in kern_cuda_dev.cuh), rounded once to the 16-bit type
+ * (dtype: x and b alike; the template parameter D of the kernel).
  * 2-D grid, 32-bit index math: a 64 x 4 thread block covers 64 column vectors of VEC elements x
  * 16 rows; a thread keeps its column's bias in registers and handles rows r, r + 4, r + 8, r + 12
  * with all four loads issued before the math (64 bytes in flight per thread at VEC = 8);
@@ -44,7 +45,16 @@ __global__ void __launch_bounds__(kThreads)
             if (r0 + u * kRowThreads < rows) {
 #pragma unroll
                 for (int j = 0; j < VEC; j++)
-                    v[u][j] = kern::gelu_erf(b ? v[u][j] + bb[j] : v[u][j]);
+                    if (b)
+                        v[u][j] += bb[j];
+                if constexpr (VEC == 1) {
+                    float unused = 0.f;
+                    kern::gelu_pair<D>(v[u][0], unused);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < VEC; j += 2)
+                        kern::gelu_pair<D>(v[u][j], v[u][j + 1]);
+                }
                 kern::store16<D, VEC>(x + (int64_t)(r0 + u * kRowThreads) * dim + c, v[u]);
             }
     }

@@ -1,8 +1,8 @@
 /* kernels/gemm_wgmma.cu — our Hopper GEMM for the dense layers (contract in gemm_wgmma.h; used
  * by linear.cu as candidates beside cuBLASLt's algorithms and gemm_mma.cu's):
  * y[n, out] = epi(x[n, in] W[out, in]^T + b), 16-bit in, fp32 accumulation, the epilogue (none,
- * + bias, + bias then exact erf GELU, kern::gelu_erf) applied to the fp32 accumulators and
- * rounded once to 16 bits. Built for sm_90a only (wgmma and the tensor-memory accelerator).
+ * + bias, + bias then exact erf GELU, kern::gelu_pair) applied to the fp32 accumulators and
+ * rounded once to 16 bits (the GELU of binary16 in binary16 arithmetic, kern::gelu_erf_h2). Built for sm_90a only (wgmma and the tensor-memory accelerator).
  * The 16-bit type of x, w, b and y (kern_dtype_t: bf16 or binary16) is a template parameter D:
  * wgmma .bf16 or .f16, tensor maps of that type, the epilogue's conversions; every configuration
  * exists for both (same tiles, same shared memory), the plan's dtype picks the kernel.
@@ -144,7 +144,7 @@ __device__ __forceinline__ void epilogue2(float &v0, float &v1, const uint16_t *
         v0 += kern::to_f32<D>(b[c]);
         v1 += kern::to_f32<D>(b[c + 1]);
         if (epi == 2)
-            v0 = kern::gelu_erf(v0), v1 = kern::gelu_erf(v1);
+            kern::gelu_pair<D>(v0, v1);
     }
 }
 
@@ -218,7 +218,7 @@ __device__ __forceinline__ void fold_pair(float &v0, float &v1, const FoldStage<
         v0 = __fmaf_rn(st.y, __fmaf_rn(-st.x, c1.x, v0), bb.x);
         v1 = __fmaf_rn(st.y, __fmaf_rn(-st.x, c1.y, v1), bb.y);
         if (epi == 6)
-            v0 = kern::gelu_erf(v0), v1 = kern::gelu_erf(v1);
+            kern::gelu_pair<D>(v0, v1);
         return;
     }
     float r0 = kern::to_f32<D>((uint16_t)(r & 0xffffu)), r1 = kern::to_f32<D>((uint16_t)(r >> 16));
@@ -674,9 +674,12 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                                     for (int h = 0; h < 2; h++) {
                                         float *p = d + mi * (BN / 2) + 4 * g + 2 * h;
                                         p[0] += b0, p[1] += b1;
-                                        if (decltype(gelu_c)::value)
-                                            p[0] = kern::gelu_erf(p[0]),
-                                            p[1] = kern::gelu_erf(p[1]);
+                                        if constexpr (decltype(gelu_c)::value &&
+                                                      D == KERN_DTYPE_F16)
+                                            /* the packed result, staged as it is below */
+                                            p[0] = __uint_as_float(kern::gelu_erf_h2(p[0], p[1]));
+                                        else if constexpr (decltype(gelu_c)::value)
+                                            kern::gelu_pair<D>(p[0], p[1]);
                                     }
                             b0 = n0, b1 = n1;
                         }
@@ -695,28 +698,40 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                 if constexpr (FOLD)
                     if (t128 == 0) /* every lane has read the group's fold stage */
                         mbar_arrive(kern::smem_u32(&fold_empty[wg - 1]));
+                /* packed_c: each pair's p[0] already holds its packed binary16 result (the
+                 * binary16 GELU above) */
+                auto stage = [&](auto packed_c) {
 #pragma unroll
-                for (int mi = 0; mi < MI; mi++)
+                    for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const int r = mi * 64 + warp * 16 + lane / 4 + 8 * h;
+                        for (int h = 0; h < 2; h++) {
+                            const int r = mi * 64 + warp * 16 + lane / 4 + 8 * h;
 #pragma unroll
-                        for (int g = 0; g < BN / 8; g++) {
-                            const int c = g * 8 + 2 * (lane % 4);
-                            const float *p = d + mi * (BN / 2) + 4 * g + 2 * h;
-                            const float v0 = p[0], v1 = p[1];
-                            const uint32_t addr =
-                                stage_out + (uint32_t)(c / 64) * kBlock + (uint32_t)r * 128u +
-                                ((uint32_t)((c % 64) / 8 ^ (r % 8)) << 4) + (uint32_t)(c % 8) * 2u;
-                            uint32_t pair;
-                            if constexpr (D == KERN_DTYPE_F16)
-                                pair = kern::pack16<D>(v0, v1);
-                            else
-                                pair = (uint32_t)kern::f2bf(v0) | ((uint32_t)kern::f2bf(v1) << 16);
-                            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(pair)
-                                         : "memory");
+                            for (int g = 0; g < BN / 8; g++) {
+                                const int c = g * 8 + 2 * (lane % 4);
+                                const float *p = d + mi * (BN / 2) + 4 * g + 2 * h;
+                                const float v0 = p[0], v1 = p[1];
+                                const uint32_t addr = stage_out + (uint32_t)(c / 64) * kBlock +
+                                                      (uint32_t)r * 128u +
+                                                      ((uint32_t)((c % 64) / 8 ^ (r % 8)) << 4) +
+                                                      (uint32_t)(c % 8) * 2u;
+                                uint32_t pair;
+                                if constexpr (decltype(packed_c)::value)
+                                    pair = __float_as_uint(v0);
+                                else if constexpr (D == KERN_DTYPE_F16)
+                                    pair = kern::pack16<D>(v0, v1);
+                                else
+                                    pair = (uint32_t)kern::f2bf(v0) |
+                                           ((uint32_t)kern::f2bf(v1) << 16);
+                                asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(pair)
+                                             : "memory");
+                            }
                         }
-                    }
+                };
+                if (!FOLD && D == KERN_DTYPE_F16 && epi == 2)
+                    stage(std::true_type{});
+                else
+                    stage(std::false_type{});
                 /* the generic-proxy writes must be visible to the TMA (async proxy) */
                 asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                 wg_bar(wg);

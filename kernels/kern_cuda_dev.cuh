@@ -85,6 +85,60 @@ __device__ __forceinline__ float gelu_erf(float z) {
     return fmaf(-(a * e), q * t, fmaxf(z, 0.f)); /* c = q t e */
 }
 
+/* Packed binary16 pairs (lo in the low half) by PTX: HFMA2 / HMUL2 / HMNMX2 take the constants
+ * as immediates, which the cuda_fp16 conversions would not fold. */
+__device__ __forceinline__ uint32_t h2_fma(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+__device__ __forceinline__ uint32_t h2_mul(uint32_t a, uint32_t b) {
+    uint32_t r;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+/* GELU of a pair, binary16 arithmetic, the result rounded to binary16 (lo in the low half): what
+ * the binary16 paths run, at half gelu_erf's instructions (~7 a value: the FFN-up's epilogue is
+ * issue-bound, twenty-fourth round). Same form as gelu_erf, GELU(z) = max(z, 0) + a e p(a) with
+ * a = min(|z|, 4.5) and e = 2^(-a^2 log2(e) / 2), so a e p(a) = -a Phi(-a): p is a degree-5
+ * least-squares fit (weighted by a e) of -Phi(-a) / e on [0, 4.5] (beyond it |a Phi(-a)| < 2e-5:
+ * the clamp keeps a^2 finite, no inf * 0). Bound, from a binary16 emulation of these operations
+ * over z in [-12, 12] with ex2's error at either extreme of its 2^-9.9 (the pack of z into binary16
+ * included): |GELU_h2(z) - GELU(z)| <= 1.04e-3 max(1, |z|), rms 2.4e-4 over z ~ N(-0.5, 1.5)
+ * where rounding the exact value to binary16 gives 4.9e-4 and 1.6e-4; tests/test_kernels_cuda.c
+ * checks 1.25e-3 over every binary16 z and a million between them. Every z < -4.5 gives the
+ * clamp's value, about GELU(-4.5) = -1.5e-5; z beyond binary16's range packs to +-inf (+inf gives
+ * +inf); NaN stays NaN (max.NaN). */
+__device__ __forceinline__ uint32_t gelu_erf_h2(float z0, float z1) {
+    uint32_t z, a, e, m;
+    asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(z) : "f"(z0), "f"(z1));
+    asm("abs.f16x2 %0, %1;" : "=r"(a) : "r"(z));
+    asm("min.f16x2 %0, %1, %2;" : "=r"(a) : "r"(a), "r"(0x44804480u)); /* 4.5 */
+    asm("ex2.approx.f16x2 %0, %1;" : "=r"(e) : "r"(h2_mul(h2_mul(a, 0xb9c5b9c5u), a))); /* -log2(e)/2 */
+    uint32_t p = 0x15561556u; /* p's coefficients, degree 5 down to 0, as binary16 */
+    p = h2_fma(p, a, 0xa3e0a3e0u);
+    p = h2_fma(p, a, 0x2cd52cd5u);
+    p = h2_fma(p, a, 0xb2b9b2b9u);
+    p = h2_fma(p, a, 0x362c362cu);
+    p = h2_fma(p, a, 0xb7fab7fau);
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(m) : "r"(z), "r"(0u));
+    return h2_fma(h2_mul(a, e), p, m);
+}
+
+/* GELU in place on a column pair of 16-bit type D, rounded as that type will round it: binary16
+ * through gelu_erf_h2 (unpacked: packing the result again gives its bits back), bf16 through
+ * gelu_erf. Where a binary16 epilogue packs the pair anyway it calls gelu_erf_h2 itself. */
+template <kern_dtype_t D> __device__ __forceinline__ void gelu_pair(float &v0, float &v1) {
+    if constexpr (D == KERN_DTYPE_F16) {
+        const uint32_t h = gelu_erf_h2(v0, v1);
+        v0 = __half2float(__ushort_as_half((uint16_t)(h & 0xffffu)));
+        v1 = __half2float(__ushort_as_half((uint16_t)(h >> 16)));
+    } else {
+        v0 = gelu_erf(v0), v1 = gelu_erf(v1);
+    }
+}
+
 /* VEC consecutive bf16 from p (16-byte aligned when VEC == 8) into f[]. */
 template <int VEC> __device__ __forceinline__ void load_bf16(const uint16_t *p, float *f) {
     if constexpr (VEC == 8) {

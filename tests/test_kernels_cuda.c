@@ -981,8 +981,87 @@ static void test_bias_gelu_dt(kern_dtype_t dt) {
            n_cfg[0] + n_cfg[1]);
 }
 
+/* The GELU's own bound (kern_cuda_dev.cuh), against erf in double: every 16-bit pattern of dt as
+ * x with no bias (the two scalar-path columns included: dim 1030), then 2^20 draws x in
+ * [-12, 12] plus a bias in [-1, 1], z = x + b in fp32 as the kernel adds it (between the 16-bit
+ * values). |GELU(z) - GELU_exact(z)| <= tol max(1, |z|), tol 1.25e-3 for binary16 (its packed
+ * arithmetic: 1.04e-3 by emulation) and 2e-3 for bf16 (fp32 math, then bf16's rounding, 2^-9
+ * relative). Infinities: binary16 +inf gives +inf, -inf at most 2e-5 below 0; bf16 gives NaN for
+ * either (fp32's inf * 0). NaN stays NaN. */
+static double s_gelu_exact(double z) {
+    return 0.5 * z * (1.0 + erf(z / sqrt(2.0)));
+}
+
+static void s_gelu_bound_check(const char *what, const uint16_t *dy, const float *z, int32_t n,
+                               int32_t dim, kern_dtype_t dt) {
+    const bool h = dt == KERN_DTYPE_F16;
+    const double tol = h ? 1.25e-3 : 2e-3;
+    float *got = s_down_16(dy, (size_t)n * dim, h);
+    size_t bad = 0, checked = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < (size_t)n * dim; i++) {
+        const double zi = z[i], g = got[i];
+        bool ok;
+        if (isnan(zi))
+            ok = isnan(g);
+        else if (isinf(zi)) /* fp32's inf * 0 gives NaN (kern::gelu_erf) */
+            ok = !h ? isnan(g) : zi > 0 ? isinf(g) && g > 0 : g <= 0.0 && g >= -2e-5;
+        else {
+            const double e = fabs(g - s_gelu_exact(zi)) / fmax(1.0, fabs(zi));
+            ok = e <= tol;
+            worst = e > worst ? e : worst;
+            checked++;
+        }
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "  %s: z %.9g gives %.9g, exact %.9g\n", what, zi, g,
+                    s_gelu_exact(zi));
+    }
+    CHECK_MSG(bad == 0, "%s: %zu of %zu outside %.3g max(1, |z|)", what, bad, (size_t)n * dim, tol);
+    printf("%s: %zu finite z, worst |error| / max(1, |z|) %.3g (bound %.3g)\n", what, checked, worst,
+           tol);
+    free(got);
+}
+
+static void test_gelu_bound_dt(kern_dtype_t dt) {
+    const bool h = dt == KERN_DTYPE_F16;
+    com_error_t err = {0};
+    /* every bit pattern, no bias: 64 rows of 1030 (the 8-wide path, then 6 scalar columns) */
+    {
+        const int32_t n = 64, dim = 1030;
+        uint16_t *bits = malloc((size_t)n * dim * sizeof *bits);
+        float *z = malloc((size_t)n * dim * sizeof *z);
+        for (size_t i = 0; i < (size_t)n * dim; i++) {
+            bits[i] = (uint16_t)(i % 65536);
+            z[i] = h ? com_half_to_f32(bits[i]) : kern_bf16_to_f32(bits[i]);
+        }
+        uint16_t *dy = s_up(bits, (size_t)n * dim * sizeof *bits);
+        CHECK(kern_bias_gelu_cuda(dy, NULL, n, NULL, dim, dt, g_st, &err) == 0);
+        char what[64];
+        snprintf(what, sizeof what, "gelu %s, every 16-bit z", s_dtype_name(dt));
+        s_gelu_bound_check(what, dy, z, n, dim, dt);
+        free(bits), free(z);
+        cudaFree(dy);
+    }
+    /* 2^20 sums x + b between the 16-bit values */
+    {
+        const int32_t n = 1024, dim = 1024;
+        float *x = s_rand_16((size_t)n * dim, -12, 12, dt), *b = s_rand_16(dim, -1, 1, dt);
+        float *z = malloc((size_t)n * dim * sizeof *z);
+        for (size_t i = 0; i < (size_t)n * dim; i++)
+            z[i] = x[i] + b[i % dim];
+        uint16_t *dy = s_up_16(x, (size_t)n * dim, h), *db = s_up_16(b, dim, h);
+        CHECK(kern_bias_gelu_cuda(dy, db, n, NULL, dim, dt, g_st, &err) == 0);
+        char what[64];
+        snprintf(what, sizeof what, "gelu %s, 2^20 z = x + b", s_dtype_name(dt));
+        s_gelu_bound_check(what, dy, z, n, dim, dt);
+        free(x), free(b), free(z);
+        cudaFree(dy), cudaFree(db);
+    }
+}
+
 static void test_bias_gelu(void) {
     s_both_dtypes(test_bias_gelu_dt);
+    s_both_dtypes(test_gelu_bound_dt);
 }
 
 /* ---- residual + LayerNorm ---- */

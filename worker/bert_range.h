@@ -11,7 +11,7 @@
  *   attention output    a convex combination of V rows: the V rows' bound
  *   GEMM after an       |x_i| <= X element-wise gives |y_j| <= X ||W_j||_1 + |c_j|
  *   element-wise bound  (output projection after attention, FFN-down after the GELU)
- *   GELU                GELU(z) lies in [-0.17, max(z, 0)]
+ *   GELU                GELU(z) lies in [-0.172, max(z, 0)] (binary16's GELU included)
  * Each call returns its bound and raises `worst` (the largest over everything checked, the
  * 16-bit weights included); a NaN or infinite weight makes it infinite. Pure C over fp32 host
  * copies of the weights, double accumulation. For all-MiniLM-L6-v2 every bound stays below
