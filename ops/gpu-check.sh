@@ -51,7 +51,8 @@ if [ "${1:-}" = "--pack" ]; then
             xargs -r -I{} cp -L {} "$dir/lib/"
     done
     if [ -f models/all-MiniLM-L6-v2/model.safetensors ]; then
-        python3 bench/gpu/pack_bf16_model.py models/all-MiniLM-L6-v2 "$dir/real-minilm" &&
+        # binary16: what the engine's default dtype loads (a bf16 copy caps it near 0.99994)
+        python3 bench/gpu/pack_bf16_model.py models/all-MiniLM-L6-v2 "$dir/real-minilm" f16 &&
             xz -f -T0 "$dir/real-minilm/model.safetensors" || exit 1
     fi
     du -sh "$dir"
@@ -63,7 +64,8 @@ REPS=200
 STEPS=3,4,5
 while [ $# -gt 0 ]; do
     case "$1" in
-        --prebuilt) PREBUILT=$(cd "$2" && pwd); shift 2 ;;
+        --prebuilt) PREBUILT=$(cd "$2" && pwd) || { echo "--prebuilt: no directory $2"; exit 2; }
+                    shift 2 ;;
         --quick) REPS=40; shift ;;
         --engine-only) ENGINE_ONLY=1; shift ;;
         --reps) REPS=$2; shift 2 ;;

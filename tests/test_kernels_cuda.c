@@ -985,7 +985,7 @@ static void test_bias_gelu_dt(kern_dtype_t dt) {
  * x with no bias (the two scalar-path columns included: dim 1030), then 2^20 draws x in
  * [-12, 12] plus a bias in [-1, 1], z = x + b in fp32 as the kernel adds it (between the 16-bit
  * values). |GELU(z) - GELU_exact(z)| <= tol max(1, |z|), tol 1.25e-3 for binary16 (its packed
- * arithmetic: 1.04e-3 by emulation) and 2e-3 for bf16 (fp32 math, then bf16's rounding, 2^-9
+ * arithmetic: 1.04e-3 by emulation) and 4e-3 for bf16 (fp32 math, then bf16's rounding, 2^-8
  * relative). Infinities: binary16 +inf gives +inf, -inf at most 2e-5 below 0; bf16 gives NaN for
  * either (fp32's inf * 0). NaN stays NaN. */
 static double s_gelu_exact(double z) {
@@ -995,7 +995,7 @@ static double s_gelu_exact(double z) {
 static void s_gelu_bound_check(const char *what, const uint16_t *dy, const float *z, int32_t n,
                                int32_t dim, kern_dtype_t dt) {
     const bool h = dt == KERN_DTYPE_F16;
-    const double tol = h ? 1.25e-3 : 2e-3;
+    const double tol = h ? 1.25e-3 : 4e-3;
     float *got = s_down_16(dy, (size_t)n * dim, h);
     size_t bad = 0, checked = 0;
     double worst = 0.0;
