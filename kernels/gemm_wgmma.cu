@@ -2,10 +2,11 @@
  * by linear.cu as candidates beside cuBLASLt's algorithms and gemm_mma.cu's):
  * y[n, out] = epi(x[n, in] W[out, in]^T + b), 16-bit in, fp32 accumulation, the epilogue (none,
  * + bias, + bias then exact erf GELU, kern::gelu_pair) applied to the fp32 accumulators and
- * rounded once to 16 bits (the GELU of binary16 in binary16 arithmetic, kern::gelu_erf_h2). Built for sm_90a only (wgmma and the tensor-memory accelerator).
- * The 16-bit type of x, w, b and y (kern_dtype_t: bf16 or binary16) is a template parameter D:
- * wgmma .bf16 or .f16, tensor maps of that type, the epilogue's conversions; every configuration
- * exists for both (same tiles, same shared memory), the plan's dtype picks the kernel.
+ * rounded once to 16 bits (the GELU of binary16 in binary16 arithmetic, kern::gelu_erf_h2). Built
+ * for sm_90a only (wgmma and the tensor-memory accelerator). The 16-bit type of x, w, b and y
+ * (kern_dtype_t: bf16 or binary16) is a template parameter D: wgmma .bf16 or .f16, tensor maps of
+ * that type, the epilogue's conversions; every configuration exists for both (same tiles, same
+ * shared memory), the plan's dtype picks the kernel.
  *
  * Algorithm: BM x BN output tiles, column tiles fastest. Warp group 0 is the producer: one
  * thread issues TMA copies of a 64-wide K slice of x ([BM][64] 16-bit) and of W ([BN][64]) into a
@@ -721,8 +722,8 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                                 else if constexpr (D == KERN_DTYPE_F16)
                                     pair = kern::pack16<D>(v0, v1);
                                 else
-                                    pair = (uint32_t)kern::f2bf(v0) |
-                                           ((uint32_t)kern::f2bf(v1) << 16);
+                                    pair =
+                                        (uint32_t)kern::f2bf(v0) | ((uint32_t)kern::f2bf(v1) << 16);
                                 asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(pair)
                                              : "memory");
                             }

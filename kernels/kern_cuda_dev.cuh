@@ -115,7 +115,8 @@ __device__ __forceinline__ uint32_t gelu_erf_h2(float z0, float z1) {
     asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(z) : "f"(z0), "f"(z1));
     asm("abs.f16x2 %0, %1;" : "=r"(a) : "r"(z));
     asm("min.f16x2 %0, %1, %2;" : "=r"(a) : "r"(a), "r"(0x44804480u)); /* 4.5 */
-    asm("ex2.approx.f16x2 %0, %1;" : "=r"(e) : "r"(h2_mul(h2_mul(a, 0xb9c5b9c5u), a))); /* -log2(e)/2 */
+    const uint32_t s = h2_mul(h2_mul(a, 0xb9c5b9c5u), a);              /* -a^2 log2(e) / 2 */
+    asm("ex2.approx.f16x2 %0, %1;" : "=r"(e) : "r"(s));
     uint32_t p = 0x15561556u; /* p's coefficients, degree 5 down to 0, as binary16 */
     p = h2_fma(p, a, 0xa3e0a3e0u);
     p = h2_fma(p, a, 0x2cd52cd5u);

@@ -1013,12 +1013,11 @@ static void s_gelu_bound_check(const char *what, const uint16_t *dy, const float
             checked++;
         }
         if (!ok && bad++ < 5)
-            fprintf(stderr, "  %s: z %.9g gives %.9g, exact %.9g\n", what, zi, g,
-                    s_gelu_exact(zi));
+            fprintf(stderr, "  %s: z %.9g gives %.9g, exact %.9g\n", what, zi, g, s_gelu_exact(zi));
     }
     CHECK_MSG(bad == 0, "%s: %zu of %zu outside %.3g max(1, |z|)", what, bad, (size_t)n * dim, tol);
-    printf("%s: %zu finite z, worst |error| / max(1, |z|) %.3g (bound %.3g)\n", what, checked, worst,
-           tol);
+    printf("%s: %zu finite z, worst |error| / max(1, |z|) %.3g (bound %.3g)\n", what, checked,
+           worst, tol);
     free(got);
 }
 
