@@ -13,6 +13,8 @@
  *      the PDL wait (weights; kern_cuda_dev.cuh), then b and n_rows, then every load of the row
  *      before the first reduction (one dependent round trip after n_rows), group shuffle
  *      reductions, no shared memory;
+ *      From n_max / (128 / G) >= 768 steps (kern_add_layernorm_cuda_rows) each thread takes 2 or
+ *      4 rows, their loads staged through shared memory by cp.async (k_add_ln_rows);
  *   1  generic, hidden % 8 == 0: one warp per row, 4 rows per block, the row staged in shared
  *      memory, 16-byte accesses;
  *   0  generic, scalar accesses (any hidden, or a pointer not 16-byte aligned).
@@ -80,6 +82,107 @@ __global__ void __launch_bounds__(kThreads)
     kern::layernorm_regs_store<G, N>(v, g, be, eps, live, lg, o, out_f32, out_f16, out_bf16);
 }
 
+/* Register-resident, S rows a thread (S = 2 or 4; the large buckets, kern_add_layernorm_cuda_rows):
+ * a block covers S steps of kThreads / G rows; each thread copies its lane's 16-byte vectors of
+ * x and the residual for all S of its rows into shared memory (cp.async, one group per row, all
+ * issued before the first wait), then normalises the rows as they land. S times the one-row
+ * kernel's bytes in flight at its registers (the copies land in shared memory), in a fraction of
+ * its waves, and a block's gamma / beta / b loads serve S times the rows. Shared memory
+ * [S][chunk][thread] 16-byte vectors (consecutive threads, consecutive vectors): chunks 0 .. N-1
+ * hold x, then the residual's (N of 16-bit, 2N of fp32). Each thread reads back only what it
+ * copied (no barrier), and an in-place output's element was copied before it is written. */
+template <int RK> __host__ __device__ constexpr int res_chunks(int n) {
+    return RK == KERN_RESIDUAL_F32 ? 2 * n : n;
+}
+template <int N, int RK> constexpr size_t rows_smem_bytes(int s) {
+    return (size_t)s * (N + res_chunks<RK>(N)) * kThreads * 16;
+}
+/* waits until at most n of this thread's cp.async groups are pending (n < 4, unrolled callers) */
+__device__ __forceinline__ void cp_async_wait_n(int n) {
+    if (n == 0)
+        kern::cp_async_wait<0>();
+    else if (n == 1)
+        kern::cp_async_wait<1>();
+    else if (n == 2)
+        kern::cp_async_wait<2>();
+    else
+        kern::cp_async_wait<3>();
+}
+
+template <kern_dtype_t D, int G, int N, int RK, int S>
+__global__ void __launch_bounds__(kThreads)
+    k_add_ln_rows(float *out_f32, uint16_t *out_f16, uint16_t *out_bf16, const uint16_t *x,
+                  const uint16_t *__restrict__ b, const void *residual,
+                  const float *__restrict__ gamma, const float *__restrict__ beta, int32_t n_max,
+                  const int32_t *__restrict__ n_rows, float eps) {
+    static_assert(S >= 2 && S <= 4, "rows a thread");
+    constexpr int32_t H = G * N * 8, R = kThreads / G;
+    constexpr int CH = N + res_chunks<RK>(N); /* 16-byte chunks a thread copies per row */
+    extern __shared__ uint4 sm_rows[];        /* [S][CH][kThreads] */
+    const int lg = threadIdx.x % G;
+    const int32_t t0 = (int32_t)blockIdx.x * (R * S) + (int32_t)threadIdx.x / G;
+    auto chunk = [&](int s, int c) {
+        return sm_rows + ((size_t)s * CH + c) * kThreads + threadIdx.x;
+    };
+    float g[N][8], be[N][8], bb[N][8];
+#pragma unroll
+    for (int k = 0; k < N; k++) { /* weights: before the PDL wait */
+        const int i = (lg + G * k) * 8;
+        kern::load_f32<8>(gamma + i, g[k]);
+        kern::load_f32<8>(beta + i, be[k]);
+    }
+    kern::pdl_begin();
+    const int32_t rows = n_rows ? min(*n_rows, n_max) : n_max;
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        const int32_t t = t0 + s * R;
+        if (t < rows)
+#pragma unroll
+            for (int k = 0; k < N; k++) {
+                const int64_t i = (int64_t)t * H + (lg + G * k) * 8;
+                kern::cp_async16(kern::smem_u32(chunk(s, k)), x + i, 16);
+                if constexpr (RK == KERN_RESIDUAL_F32) {
+                    const float *r = static_cast<const float *>(residual) + i;
+                    kern::cp_async16(kern::smem_u32(chunk(s, N + 2 * k)), r, 16);
+                    kern::cp_async16(kern::smem_u32(chunk(s, N + 2 * k + 1)), r + 4, 16);
+                } else {
+                    kern::cp_async16(kern::smem_u32(chunk(s, N + k)),
+                                     static_cast<const uint16_t *>(residual) + i, 16);
+                }
+            }
+        kern::cp_async_commit(); /* empty past the rows: the wait counts stay aligned */
+    }
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        if (b)
+            kern::load16<D, 8>(b + (lg + G * k) * 8, bb[k]);
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        const int32_t t = t0 + s * R;
+        const bool live = t < rows;
+        cp_async_wait_n(S - 1 - s); /* row s has landed (this thread's copies) */
+        float v[N][8] = {};
+        if (live)
+#pragma unroll
+            for (int k = 0; k < N; k++) {
+                float a[8], r[8];
+                kern::load16<D, 8>(reinterpret_cast<const uint16_t *>(chunk(s, k)), a);
+                if constexpr (RK == KERN_RESIDUAL_F32) {
+                    kern::load_f32<4>(reinterpret_cast<const float *>(chunk(s, N + 2 * k)), r);
+                    kern::load_f32<4>(reinterpret_cast<const float *>(chunk(s, N + 2 * k + 1)),
+                                      r + 4);
+                } else {
+                    load_res<RK, 8>(chunk(s, N + k), 0, r);
+                }
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    v[k][j] = b ? a[j] + bb[k][j] + r[j] : a[j] + r[j];
+            }
+        kern::layernorm_regs_store<G, N>(v, g, be, eps, live, lg, (int64_t)t * H, out_f32, out_f16,
+                                         out_bf16);
+    }
+}
+
 /* Generic: one warp per row, the row staged in shared memory (kWarps * H floats). */
 template <kern_dtype_t D, int VEC, int RK>
 __global__ void __launch_bounds__(kThreads)
@@ -117,11 +220,36 @@ struct Outs {
     uint16_t *f16, *bf16;
 };
 
+template <kern_dtype_t D, int G, int N, int RK, int S>
+static cudaError_t s_launch_rows(Outs out, const uint16_t *x, const uint16_t *b,
+                                 const void *residual, const float *gamma, const float *beta,
+                                 int32_t n_max, const int32_t *n_rows, float eps,
+                                 cudaStream_t stream) {
+    constexpr int rows = kThreads / G * S;
+    constexpr size_t smem = rows_smem_bytes<N, RK>(S);
+    const dim3 grid((unsigned)((n_max + rows - 1) / rows)), block(kThreads);
+    if (smem > 48 * 1024) {
+        const cudaError_t e = cudaFuncSetAttribute(
+            k_add_ln_rows<D, G, N, RK, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess)
+            return e;
+    }
+    return kern::launch(k_add_ln_rows<D, G, N, RK, S>, grid, block, smem, stream, out.f32, out.f16,
+                        out.bf16, x, b, residual, gamma, beta, n_max, n_rows, eps);
+}
+
 template <kern_dtype_t D, int G, int N, int RK>
 static cudaError_t s_launch_reg(Outs out, const uint16_t *x, const uint16_t *b,
                                 const void *residual, const float *gamma, const float *beta,
                                 int32_t n_max, const int32_t *n_rows, float eps,
                                 cudaStream_t stream) {
+    const int s = kern_add_layernorm_cuda_rows(G * N * 8, n_max);
+    if (s == 4)
+        return s_launch_rows<D, G, N, RK, 4>(out, x, b, residual, gamma, beta, n_max, n_rows, eps,
+                                             stream);
+    if (s == 2)
+        return s_launch_rows<D, G, N, RK, 2>(out, x, b, residual, gamma, beta, n_max, n_rows, eps,
+                                             stream);
     constexpr int rows = kThreads / G;
     const dim3 grid((unsigned)((n_max + rows - 1) / rows)), block(kThreads);
     return kern::launch(k_add_ln_reg<D, G, N, RK>, grid, block, 0, stream, out.f32, out.f16,
@@ -204,6 +332,15 @@ extern "C" int kern_add_layernorm_cuda_config(int32_t hidden) {
     if (hidden == 384 || hidden == 768 || hidden == 1024)
         return 2;
     return hidden % 8 == 0 ? 1 : 0;
+}
+
+extern "C" int kern_add_layernorm_cuda_rows(int32_t hidden, int32_t n_max) {
+    if (kern_add_layernorm_cuda_config(hidden) != 2)
+        return 1;
+    /* steps of 128 / G rows (8 at hidden 384, 4 above): S rows a thread once the one-row
+     * kernel would need more than ~1.5 / ~3 waves of 4 blocks an SM on 132 SMs */
+    const int32_t steps = n_max / (hidden == 384 ? 8 : 4);
+    return steps >= 1536 ? 4 : steps >= 768 ? 2 : 1;
 }
 
 extern "C" int kern_add_layernorm_cuda(float *out_f32, uint16_t *out_f16, uint16_t *out_bf16,

@@ -1071,12 +1071,14 @@ static void test_bias_gelu(void) {
  * Per dtype dt of x and b (rounded to it for both sides); the tolerances are the outputs' own. */
 static void test_add_layernorm_dt(kern_dtype_t dt) {
     static const int32_t hiddens[] = {7, 33, 136, 384, 768, 1024};
-    static const int32_t ns[] = {1, 3, 129};
+    /* 3100, 6150, 12301: the register path's 2 and 4 rows a thread (kern_add_layernorm_cuda_rows),
+     * partial last blocks */
+    static const int32_t ns[] = {1, 3, 129, 3100, 6150, 12301};
     static const char *rt_name[3] = {"fp32", "bf16", "f16"};
-    int n_cfg[3] = {0, 0, 0};
+    int n_cfg[3] = {0, 0, 0}, n_rows_per_thread[5] = {0};
     for (int rt = KERN_RESIDUAL_F32; rt <= KERN_RESIDUAL_F16; rt++)
         for (size_t hi = 0; hi < sizeof hiddens / sizeof *hiddens; hi++)
-            for (size_t ni = 0; ni < 3; ni++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
                 for (int variant = 0; variant < 2; variant++) {
                     const int32_t H = hiddens[hi], N = ns[ni], rows = variant && N > 1 ? N - 1 : N;
                     const size_t n = (size_t)N * H, nr = (size_t)rows * H;
@@ -1108,6 +1110,7 @@ static void test_add_layernorm_dt(kern_dtype_t dt) {
                                                      variant ? dn : NULL, H, 1e-12f, g_st, &err);
                     CHECK_MSG(rc == 0, "add_layernorm_cuda: %s", err.msg);
                     n_cfg[kern_add_layernorm_cuda_config(H)]++;
+                    n_rows_per_thread[kern_add_layernorm_cuda_rows(H, N)]++;
                     const struct {
                         void *d;
                         int kind; /* 0 fp32, 1 bf16, 2 f16 (as kern_residual_type_t) */
@@ -1157,9 +1160,12 @@ static void test_add_layernorm_dt(kern_dtype_t dt) {
                                   p, 1, NULL, 64, 1e-12f, g_st, &err) == COM_EINVAL);
     cudaFree(d), cudaFree(p);
     CHECK(n_cfg[0] > 0 && n_cfg[1] > 0 && n_cfg[2] > 0);
+    CHECK(n_rows_per_thread[2] > 0 && n_rows_per_thread[4] > 0);
     printf("add_layernorm %s x/b: fp32, bf16 and f16 residuals; scalar, vector and "
-           "register-resident paths checked (%d runs)\n",
-           s_dtype_name(dt), n_cfg[0] + n_cfg[1] + n_cfg[2]);
+           "register-resident paths (1, 2 and 4 rows a thread: %d / %d / %d runs) checked (%d "
+           "runs)\n",
+           s_dtype_name(dt), n_rows_per_thread[1], n_rows_per_thread[2], n_rows_per_thread[4],
+           n_cfg[0] + n_cfg[1] + n_cfg[2]);
 }
 
 static void test_add_layernorm(void) {
