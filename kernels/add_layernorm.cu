@@ -13,8 +13,9 @@
  *      the PDL wait (weights; kern_cuda_dev.cuh), then b and n_rows, then every load of the row
  *      before the first reduction (one dependent round trip after n_rows), group shuffle
  *      reductions, no shared memory;
- *      From n_max / (128 / G) >= 768 steps (kern_add_layernorm_cuda_rows) each thread takes 2 or
- *      4 rows, their loads staged through shared memory by cp.async (k_add_ln_rows);
+ *      hidden 768 / 1024 with a 16-bit residual from 3072 rows (kern_add_layernorm_cuda_rows):
+ *      each thread takes 2 or 4 rows, their loads staged in shared memory by cp.async
+ *      (k_add_ln_rows);
  *   1  generic, hidden % 8 == 0: one warp per row, 4 rows per block, the row staged in shared
  *      memory, 16-byte accesses;
  *   0  generic, scalar accesses (any hidden, or a pointer not 16-byte aligned).
@@ -82,20 +83,18 @@ __global__ void __launch_bounds__(kThreads)
     kern::layernorm_regs_store<G, N>(v, g, be, eps, live, lg, o, out_f32, out_f16, out_bf16);
 }
 
-/* Register-resident, S rows a thread (S = 2 or 4; the large buckets, kern_add_layernorm_cuda_rows):
- * a block covers S steps of kThreads / G rows; each thread copies its lane's 16-byte vectors of
- * x and the residual for all S of its rows into shared memory (cp.async, one group per row, all
- * issued before the first wait), then normalises the rows as they land. S times the one-row
- * kernel's bytes in flight at its registers (the copies land in shared memory), in a fraction of
- * its waves, and a block's gamma / beta / b loads serve S times the rows. Shared memory
- * [S][chunk][thread] 16-byte vectors (consecutive threads, consecutive vectors): chunks 0 .. N-1
- * hold x, then the residual's (N of 16-bit, 2N of fp32). Each thread reads back only what it
- * copied (no barrier), and an in-place output's element was copied before it is written. */
-template <int RK> __host__ __device__ constexpr int res_chunks(int n) {
-    return RK == KERN_RESIDUAL_F32 ? 2 * n : n;
-}
-template <int N, int RK> constexpr size_t rows_smem_bytes(int s) {
-    return (size_t)s * (N + res_chunks<RK>(N)) * kThreads * 16;
+/* Register-resident, S rows a thread (S = 2 or 4; the large buckets, kern_add_layernorm_cuda_rows:
+ * hidden 768 / 1024 with a 16-bit residual): a block covers S steps of kThreads / G rows; each
+ * thread copies its lane's 16-byte vectors of x and the residual for all S of its rows into
+ * shared memory (cp.async, one group per row, all issued before the first wait), then normalises
+ * the rows as they land. S times the one-row kernel's bytes in flight at its registers (the
+ * copies land in shared memory), in a fraction of its waves, and a block's gamma / beta / b loads
+ * serve S times the rows. Shared memory [S][chunk][thread] 16-byte vectors (consecutive threads,
+ * consecutive vectors): chunks 0 .. N-1 hold x, N .. 2N-1 the residual. Each thread reads back
+ * only what it copied (no barrier), and an in-place output's element was copied before it is
+ * written. */
+template <int N> constexpr size_t rows_smem_bytes(int s) {
+    return (size_t)s * 2 * N * kThreads * 16;
 }
 /* waits until at most n of this thread's cp.async groups are pending (n < 4, unrolled callers) */
 __device__ __forceinline__ void cp_async_wait_n(int n) {
@@ -115,10 +114,10 @@ __global__ void __launch_bounds__(kThreads)
                   const uint16_t *__restrict__ b, const void *residual,
                   const float *__restrict__ gamma, const float *__restrict__ beta, int32_t n_max,
                   const int32_t *__restrict__ n_rows, float eps) {
-    static_assert(S >= 2 && S <= 4, "rows a thread");
+    static_assert(S >= 2 && S <= 4 && RK != KERN_RESIDUAL_F32, "rows a thread, 16-bit residual");
     constexpr int32_t H = G * N * 8, R = kThreads / G;
-    constexpr int CH = N + res_chunks<RK>(N); /* 16-byte chunks a thread copies per row */
-    extern __shared__ uint4 sm_rows[];        /* [S][CH][kThreads] */
+    constexpr int CH = 2 * N;          /* 16-byte chunks a thread copies per row */
+    extern __shared__ uint4 sm_rows[]; /* [S][CH][kThreads] */
     const int lg = threadIdx.x % G;
     const int32_t t0 = (int32_t)blockIdx.x * (R * S) + (int32_t)threadIdx.x / G;
     auto chunk = [&](int s, int c) {
@@ -141,14 +140,8 @@ __global__ void __launch_bounds__(kThreads)
             for (int k = 0; k < N; k++) {
                 const int64_t i = (int64_t)t * H + (lg + G * k) * 8;
                 kern::cp_async16(kern::smem_u32(chunk(s, k)), x + i, 16);
-                if constexpr (RK == KERN_RESIDUAL_F32) {
-                    const float *r = static_cast<const float *>(residual) + i;
-                    kern::cp_async16(kern::smem_u32(chunk(s, N + 2 * k)), r, 16);
-                    kern::cp_async16(kern::smem_u32(chunk(s, N + 2 * k + 1)), r + 4, 16);
-                } else {
-                    kern::cp_async16(kern::smem_u32(chunk(s, N + k)),
-                                     static_cast<const uint16_t *>(residual) + i, 16);
-                }
+                kern::cp_async16(kern::smem_u32(chunk(s, N + k)),
+                                 static_cast<const uint16_t *>(residual) + i, 16);
             }
         kern::cp_async_commit(); /* empty past the rows: the wait counts stay aligned */
     }
@@ -167,13 +160,7 @@ __global__ void __launch_bounds__(kThreads)
             for (int k = 0; k < N; k++) {
                 float a[8], r[8];
                 kern::load16<D, 8>(reinterpret_cast<const uint16_t *>(chunk(s, k)), a);
-                if constexpr (RK == KERN_RESIDUAL_F32) {
-                    kern::load_f32<4>(reinterpret_cast<const float *>(chunk(s, N + 2 * k)), r);
-                    kern::load_f32<4>(reinterpret_cast<const float *>(chunk(s, N + 2 * k + 1)),
-                                      r + 4);
-                } else {
-                    load_res<RK, 8>(chunk(s, N + k), 0, r);
-                }
+                load_res<RK, 8>(chunk(s, N + k), 0, r);
 #pragma unroll
                 for (int j = 0; j < 8; j++)
                     v[k][j] = b ? a[j] + bb[k][j] + r[j] : a[j] + r[j];
@@ -226,7 +213,7 @@ static cudaError_t s_launch_rows(Outs out, const uint16_t *x, const uint16_t *b,
                                  int32_t n_max, const int32_t *n_rows, float eps,
                                  cudaStream_t stream) {
     constexpr int rows = kThreads / G * S;
-    constexpr size_t smem = rows_smem_bytes<N, RK>(S);
+    constexpr size_t smem = rows_smem_bytes<N>(S);
     const dim3 grid((unsigned)((n_max + rows - 1) / rows)), block(kThreads);
     if (smem > 48 * 1024) {
         const cudaError_t e = cudaFuncSetAttribute(
@@ -243,13 +230,15 @@ static cudaError_t s_launch_reg(Outs out, const uint16_t *x, const uint16_t *b,
                                 const void *residual, const float *gamma, const float *beta,
                                 int32_t n_max, const int32_t *n_rows, float eps,
                                 cudaStream_t stream) {
-    const int s = kern_add_layernorm_cuda_rows(G * N * 8, n_max);
-    if (s == 4)
-        return s_launch_rows<D, G, N, RK, 4>(out, x, b, residual, gamma, beta, n_max, n_rows, eps,
-                                             stream);
-    if (s == 2)
-        return s_launch_rows<D, G, N, RK, 2>(out, x, b, residual, gamma, beta, n_max, n_rows, eps,
-                                             stream);
+    if constexpr (G * N * 8 != 384 && RK != KERN_RESIDUAL_F32) { /* _rows' cases */
+        const int s = kern_add_layernorm_cuda_rows(G * N * 8, n_max, (kern_residual_type_t)RK);
+        if (s == 4)
+            return s_launch_rows<D, G, N, RK, 4>(out, x, b, residual, gamma, beta, n_max, n_rows,
+                                                 eps, stream);
+        if (s == 2)
+            return s_launch_rows<D, G, N, RK, 2>(out, x, b, residual, gamma, beta, n_max, n_rows,
+                                                 eps, stream);
+    }
     constexpr int rows = kThreads / G;
     const dim3 grid((unsigned)((n_max + rows - 1) / rows)), block(kThreads);
     return kern::launch(k_add_ln_reg<D, G, N, RK>, grid, block, 0, stream, out.f32, out.f16,
@@ -334,12 +323,17 @@ extern "C" int kern_add_layernorm_cuda_config(int32_t hidden) {
     return hidden % 8 == 0 ? 1 : 0;
 }
 
-extern "C" int kern_add_layernorm_cuda_rows(int32_t hidden, int32_t n_max) {
-    if (kern_add_layernorm_cuda_config(hidden) != 2)
+extern "C" int kern_add_layernorm_cuda_rows(int32_t hidden, int32_t n_max,
+                                            kern_residual_type_t residual_type) {
+    /* Measured (docs/results/2026-12-04-h200-session30, s30d): BERT-base's ragged pass -1.2%,
+     * 4096 / 8192 tokens -1%; MiniLM's (hidden 384, 8-row steps) ragged pass +2% with 4 rows a
+     * thread, so it keeps one; an fp32 residual (3x the shared memory) was 34-60% slower. Steps
+     * of 128 / G = 4 rows: 2 rows a thread from ~1.5 waves of the one-row kernel (4 blocks an SM,
+     * 132 SMs), 4 from ~3. */
+    if (kern_add_layernorm_cuda_config(hidden) != 2 || hidden == 384 ||
+        residual_type == KERN_RESIDUAL_F32)
         return 1;
-    /* steps of 128 / G rows (8 at hidden 384, 4 above): S rows a thread once the one-row
-     * kernel would need more than ~1.5 / ~3 waves of 4 blocks an SM on 132 SMs */
-    const int32_t steps = n_max / (hidden == 384 ? 8 : 4);
+    const int32_t steps = n_max / 4;
     return steps >= 1536 ? 4 : steps >= 768 ? 2 : 1;
 }
 

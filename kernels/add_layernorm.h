@@ -57,9 +57,9 @@ int kern_add_layernorm_cuda(float *out_f32,       /* [n_max, hidden], device, or
 /* The launch configuration the launchers pick for hidden, given 16-byte aligned pointers (0
  * scalar, 1 generic vector, 2 register-resident); for tests. */
 int kern_add_layernorm_cuda_config(int32_t hidden);
-/* Rows a thread of the register-resident configuration takes at n_max rows (1, 2 or 4; 1 for
- * the other configurations); for tests. */
-int kern_add_layernorm_cuda_rows(int32_t hidden, int32_t n_max);
+/* Rows a thread of the register-resident configuration takes at n_max rows with that residual
+ * (1, 2 or 4; 1 for the other configurations); for tests. */
+int kern_add_layernorm_cuda_rows(int32_t hidden, int32_t n_max, kern_residual_type_t residual_type);
 #endif
 
 #ifdef __cplusplus
