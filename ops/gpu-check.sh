@@ -51,9 +51,10 @@ if [ "${1:-}" = "--pack" ]; then
             xargs -r -I{} cp -L {} "$dir/lib/"
     done
     if [ -f models/all-MiniLM-L6-v2/model.safetensors ]; then
-        # binary16: what the engine's default dtype loads (a bf16 copy caps it near 0.99994)
-        python3 bench/gpu/pack_bf16_model.py models/all-MiniLM-L6-v2 "$dir/real-minilm" f16 &&
-            xz -f -T0 "$dir/real-minilm/model.safetensors" || exit 1
+        # binary16: what the engine's default dtype loads (a bf16 copy caps it near 0.99994);
+        # in byte planes, which xz packs into the device tool's limit (the script's header)
+        python3 bench/gpu/pack_bf16_model.py models/all-MiniLM-L6-v2 "$dir/real-minilm" f16 \
+            --planes || exit 1
     fi
     du -sh "$dir"
     exit 0
@@ -149,10 +150,12 @@ if want 4; then
         record "engine vs cpu + transformers" PASS; else record "engine vs cpu + transformers" FAIL; fi
     sed -n '/== whole-engine/,$p' "$OUT/check_engine.log"; cp "$OUT/check/check_engine.json" "$OUT/" 2>/dev/null
     rm -f "$OUT"/check/*.bin
-    if [ -n "$PREBUILT" ] && [ -f "$PREBUILT/real-minilm/model.safetensors.xz" ]; then
+    if [ -n "$PREBUILT" ] && [ -f "$PREBUILT/real-minilm/model.safetensors.planes.xz" ]; then
         real=/tmp/ember-real-minilm
-        mkdir -p $real && cp -r "$PREBUILT/real-minilm/." $real/ && rm -f $real/model.safetensors.xz &&
-            xz -dc "$PREBUILT/real-minilm/model.safetensors.xz" > $real/model.safetensors
+        mkdir -p $real && cp -r "$PREBUILT/real-minilm/." $real/ &&
+            rm -f $real/model.safetensors.planes.xz &&
+            python3 bench/gpu/pack_bf16_model.py --unplanes \
+                "$PREBUILT/real-minilm/model.safetensors.planes.xz" $real/model.safetensors
         if python3 bench/gpu/check_real_model.py --bin "$BIN_EB" --model $real \
                 --fixture tests/fixtures/minilm_st_reference.bin --out "$OUT/real" \
                 --devices ${REAL_DEVICES:-cuda:0 cuda:0,graphs=all} > "$OUT/check_real_model.log" 2>&1; then
