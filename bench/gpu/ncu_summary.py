@@ -13,6 +13,7 @@ Usage: ncu_summary.py NCU.csv FORWARDS [OUT.json]
 import csv
 import io
 import json
+import signal
 import sys
 
 UNITS = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
@@ -57,6 +58,20 @@ def main():
         sys.exit(f"{path}: {len(pools)} pool kernels, need {forwards + 1}")
     run = ks[pools[-forwards - 1] + 1 : pools[-1] + 1]
     first_fw = ks[pools[-forwards - 1] + 1 : pools[-forwards] + 1]
+    per, moved = {}, {}
+    for name, us, _, _, kid in run:
+        per[kind(name)] = per.get(kind(name), 0.0) + us
+        for where, b in traffic.get(kid, {}).items():
+            m = moved.setdefault(kind(name), {})
+            m[where] = m.get(where, 0.0) + b
+    total = sum(per.values())
+    # the JSON first: the tables below may go to a pipe that closes early (`| head`)
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], "w") as f:
+            json.dump({"forwards": forwards,
+                       "kernels": [{"name": n, "us": u, "grid": g, "block": b,
+                                    "bytes": traffic.get(kid, {})} for n, u, g, b, kid in run],
+                       "by_kind_us": per, "by_kind_bytes": moved, "total_us": total}, f, indent=1)
     print(f"{len(run)} kernels in the last run ({forwards} forward passes); the first pass's "
           f"embedding + first layer:")
     # the first layer: from the embedding kernel to the second layernorm after it
@@ -68,13 +83,6 @@ def main():
             n_ln += 1
             if n_ln == 2:
                 break
-    per, moved = {}, {}
-    for name, us, _, _, kid in run:
-        per[kind(name)] = per.get(kind(name), 0.0) + us
-        for where, b in traffic.get(kid, {}).items():
-            m = moved.setdefault(kind(name), {})
-            m[where] = m.get(where, 0.0) + b
-    total = sum(per.values())
     has = {w: any(w in m for m in moved.values()) for w in TRAFFIC}
     head = "".join(f" {w.upper() + ' TB/s':>10}" for w in TRAFFIC if has[w])
     print(f"{'kind':<12} {'us':>10} {'share':>7}{head}")
@@ -83,13 +91,8 @@ def main():
                         for w in TRAFFIC if has[w])
         print(f"{k:<12} {v:10.1f} {100 * v / total:6.1f}%{rates}")
     print(f"{'total':<12} {total:10.1f}   ({len(run)} kernels, {total / len(run):.2f} us each)")
-    if len(sys.argv) > 3:
-        json.dump({"forwards": forwards,
-                   "kernels": [{"name": n, "us": u, "grid": g, "block": b,
-                                "bytes": traffic.get(kid, {})} for n, u, g, b, kid in run],
-                   "by_kind_us": per, "by_kind_bytes": moved, "total_us": total},
-                  open(sys.argv[3], "w"), indent=1)
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the tables quietly
     main()
