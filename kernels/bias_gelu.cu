@@ -3,15 +3,15 @@
  *
  * Algorithm: element-wise: z = x + b in fp32; x = GELU(z) by kern::gelu_pair<D> on column pairs
  * (fp32 math for bf16, binary16 arithmetic for binary16: the GEMM epilogues' own GELU, so both
- * give the same bits; error bounds in kern_cuda_dev.cuh), rounded once to the 16-bit type
- * (dtype: x and b alike; the template parameter D of the kernel).
- * 2-D grid, 32-bit index math: a 64 x 4 thread block covers 64 column vectors of VEC elements x
- * 16 rows; a thread keeps its column's bias in registers and handles rows r, r + 4, r + 8, r + 12
- * with all four loads issued before the math (64 bytes in flight per thread at VEC = 8);
- * blockIdx.y strides over 16-row blocks (grid.y capped at 65535). Grid sized by n_max rows (the
- * bucket); rows >= *n_rows are skipped. Launch configurations: VEC = 8 (16-byte accesses;
- * dim % 8 == 0 and aligned) or VEC = 1, each for both types. Shapes: x [n_max, dim], b [dim].
- * Stream: the caller's. Tested by tests/test_kernels_cuda.c; timed by bench_kernels_cuda
+ * give the same bits for the same z; error bounds in kern_cuda_dev.cuh), rounded once to the 16-bit
+ * type (dtype: x and b alike; the template parameter D of the kernel). 2-D grid, 32-bit index math:
+ * a 64 x 4 thread block covers 64 column vectors of VEC elements x 16 rows; a thread keeps its
+ * column's bias in registers and handles rows r, r + 4, r + 8, r + 12 with all four loads issued
+ * before the math (64 bytes in flight per thread at VEC = 8); blockIdx.y strides over 16-row blocks
+ * (grid.y capped at 65535). Grid sized by n_max rows (the bucket); rows >= *n_rows are skipped.
+ * Launch configurations: VEC = 8 (16-byte accesses; dim % 8 == 0 and aligned) or VEC = 1, each for
+ * both types. Shapes: x [n_max, dim], b [dim]. Stream: the caller's. Tested by
+ * tests/test_kernels_cuda.c; timed by bench_kernels_cuda
  * ("bias_gelu"). */
 #include "kernels/bias_gelu.h"
 #include "kernels/kern_cuda_dev.cuh"
