@@ -1,5 +1,6 @@
 #!/bin/bash
-# Prepared in session 30 for the next one (not run). Builds, all from main 25065bd:
+# Prepared in session 30 for the next one (not run). Builds, all from main 25065bd (the code of
+# main since, but for comments):
 #   M   main
 #   S2  main + ln384s2.patch (this folder): add_layernorm with 2 rows a thread at hidden 384 from
 #       6144 rows (s30d: 4 rows made MiniLM's ragged pass 2% slower while BERT-base's gained 1.2%;
