@@ -52,12 +52,7 @@ __global__ void __launch_bounds__(kThreads)
     const int32_t t = blockIdx.x * (kThreads / G) + threadIdx.x / G;
     float g[N][8], be[N][8], bb[N][8];
     /* gamma/beta are weights (no kernel writes them): loaded before the PDL wait */
-#pragma unroll
-    for (int k = 0; k < N; k++) {
-        const int i = (lg + G * k) * 8;
-        kern::load_f32<8>(gamma + i, g[k]);
-        kern::load_f32<8>(beta + i, be[k]);
-    }
+    kern::load_ln_params<G, N>(gamma, beta, lg, g, be);
     kern::pdl_begin();
 #pragma unroll
     for (int k = 0; k < N; k++)
@@ -124,12 +119,7 @@ __global__ void __launch_bounds__(kThreads)
         return sm_rows + ((size_t)s * CH + c) * kThreads + threadIdx.x;
     };
     float g[N][8], be[N][8], bb[N][8];
-#pragma unroll
-    for (int k = 0; k < N; k++) { /* weights: before the PDL wait */
-        const int i = (lg + G * k) * 8;
-        kern::load_f32<8>(gamma + i, g[k]);
-        kern::load_f32<8>(beta + i, be[k]);
-    }
+    kern::load_ln_params<G, N>(gamma, beta, lg, g, be); /* weights: before the PDL wait */
     kern::pdl_begin();
     const int32_t rows = n_rows ? min(*n_rows, n_max) : n_max;
 #pragma unroll

@@ -51,11 +51,7 @@ __global__ void __launch_bounds__(kThreads)
     const bool in = t < max_tokens;
     float g[N][8], be[N][8];
     /* gamma/beta are weights (no kernel writes them): loaded before the PDL wait */
-#pragma unroll
-    for (int k = 0; k < N; k++) {
-        kern::load_f32<8>(gamma + (lg + G * k) * 8, g[k]);
-        kern::load_f32<8>(beta + (lg + G * k) * 8, be[k]);
-    }
+    kern::load_ln_params<G, N>(gamma, beta, lg, g, be);
     kern::pdl_begin();
     int32_t id = 0, ty = 0, sq = 0;
     if (in) {

@@ -127,19 +127,6 @@ __device__ __forceinline__ uint32_t gelu_erf_h2(float z0, float z1) {
     return h2_fma(h2_mul(a, e), p, m);
 }
 
-/* GELU in place on a column pair of 16-bit type D, rounded as that type will round it: binary16
- * through gelu_erf_h2 (unpacked: packing the result again gives its bits back), bf16 through
- * gelu_erf. Where a binary16 epilogue packs the pair anyway it calls gelu_erf_h2 itself. */
-template <kern_dtype_t D> __device__ __forceinline__ void gelu_pair(float &v0, float &v1) {
-    if constexpr (D == KERN_DTYPE_F16) {
-        const uint32_t h = gelu_erf_h2(v0, v1);
-        v0 = __half2float(__ushort_as_half((uint16_t)(h & 0xffffu)));
-        v1 = __half2float(__ushort_as_half((uint16_t)(h >> 16)));
-    } else {
-        v0 = gelu_erf(v0), v1 = gelu_erf(v1);
-    }
-}
-
 /* VEC consecutive bf16 from p (16-byte aligned when VEC == 8) into f[]. */
 template <int VEC> __device__ __forceinline__ void load_bf16(const uint16_t *p, float *f) {
     if constexpr (VEC == 8) {
@@ -238,6 +225,19 @@ template <kern_dtype_t D> __device__ __forceinline__ uint32_t pack16(float lo, f
     }
 }
 
+/* GELU in place on a column pair of 16-bit type D, rounded as that type will round it: binary16
+ * through gelu_erf_h2 (unpacked: packing the result again gives its bits back), bf16 through
+ * gelu_erf. Where a binary16 epilogue packs the pair anyway it calls gelu_erf_h2 itself. */
+template <kern_dtype_t D> __device__ __forceinline__ void gelu_pair(float &v0, float &v1) {
+    if constexpr (D == KERN_DTYPE_F16) {
+        const uint32_t h = gelu_erf_h2(v0, v1);
+        v0 = to_f32<D>((uint16_t)(h & 0xffffu));
+        v1 = to_f32<D>((uint16_t)(h >> 16));
+    } else {
+        v0 = gelu_erf(v0), v1 = gelu_erf(v1);
+    }
+}
+
 template <int VEC> __device__ __forceinline__ void load_f32(const float *p, float *f) {
     if constexpr (VEC == 8) {
         float4 a = *reinterpret_cast<const float4 *>(p),
@@ -296,6 +296,18 @@ layernorm_row_store(const float *row, float sum, int32_t H, float eps,
             store_f16<VEC>(out_f16 + o + i, y);
         if (out_bf16)
             store_bf16<VEC>(out_bf16 + o + i, y);
+    }
+}
+
+/* gamma / beta of a register-resident LayerNorm row (layernorm_regs_store's layout: lane lg of
+ * a G-lane group holds vectors lg + G k, k < N) */
+template <int G, int N>
+__device__ __forceinline__ void load_ln_params(const float *gamma, const float *beta, int lg,
+                                               float (&g)[N][8], float (&be)[N][8]) {
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        load_f32<8>(gamma + (lg + G * k) * 8, g[k]);
+        load_f32<8>(beta + (lg + G * k) * 8, be[k]);
     }
 }
 

@@ -988,10 +988,6 @@ static void test_bias_gelu_dt(kern_dtype_t dt) {
  * arithmetic: 1.04e-3 by emulation) and 4e-3 for bf16 (fp32 math, then bf16's rounding, 2^-8
  * relative). Infinities: binary16 +inf gives +inf, -inf at most 2e-5 below 0; bf16 gives NaN for
  * either (fp32's inf * 0). NaN stays NaN. */
-static double s_gelu_exact(double z) {
-    return 0.5 * z * (1.0 + erf(z / sqrt(2.0)));
-}
-
 static void s_gelu_bound_check(const char *what, const uint16_t *dy, const float *z, int32_t n,
                                int32_t dim, kern_dtype_t dt) {
     const bool h = dt == KERN_DTYPE_F16;
@@ -1007,13 +1003,14 @@ static void s_gelu_bound_check(const char *what, const uint16_t *dy, const float
         else if (isinf(zi)) /* fp32's inf * 0 gives NaN (kern::gelu_erf) */
             ok = !h ? isnan(g) : zi > 0 ? isinf(g) && g > 0 : g <= 0.0 && g >= -2e-5;
         else {
-            const double e = fabs(g - s_gelu_exact(zi)) / fmax(1.0, fabs(zi));
+            const double e = fabs(g - test_gelu_erf(zi)) / fmax(1.0, fabs(zi));
             ok = e <= tol;
             worst = e > worst ? e : worst;
             checked++;
         }
         if (!ok && bad++ < 5)
-            fprintf(stderr, "  %s: z %.9g gives %.9g, exact %.9g\n", what, zi, g, s_gelu_exact(zi));
+            fprintf(stderr, "  %s: z %.9g gives %.9g, exact %.9g\n", what, zi, g,
+                    test_gelu_erf(zi));
     }
     CHECK_MSG(bad == 0, "%s: %zu of %zu outside %.3g max(1, |z|)", what, bad, (size_t)n * dim, tol);
     printf("%s: %zu finite z, worst |error| / max(1, |z|) %.3g (bound %.3g)\n", what, checked,

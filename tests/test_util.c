@@ -40,6 +40,10 @@ test_cmp_t test_compare_f32(const char *what, const float *got, const float *ref
     return c;
 }
 
+double test_gelu_erf(double z) {
+    return 0.5 * z * (1.0 + erf(z / sqrt(2.0)));
+}
+
 double test_cosine_f32(const float *a, const float *b, size_t n) {
     double dot = 0, na = 0, nb = 0;
     for (size_t i = 0; i < n; i++) {

@@ -51,6 +51,8 @@ typedef struct test_cmp {
 test_cmp_t test_compare_f32(const char *what, const float *got, const float *ref, size_t n,
                             double atol, double rtol);
 double test_cosine_f32(const float *a, const float *b, size_t n);
+/* GELU, exact (erf) form, in double: the reference the GELU kernels are checked against */
+double test_gelu_erf(double z);
 
 /* Environment set by ctest (tests/CMakeLists.txt): the model directory, a scratch folder, the
  * source and build trees. Never NULL: falls back to defaults relative to the build tree. */
