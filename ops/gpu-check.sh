@@ -29,8 +29,10 @@
 #   Through the device tool (at most 8 files come back from its $OUT): point OUT elsewhere and
 #   tar it into $OUT, e.g. `OUT=/tmp/rec ops/gpu-check.sh ...; tar cf $OUT/rec.tar -C /tmp rec`.
 #        (dev box):  ops/gpu-check.sh --pack DIR BUILD_DIR    # binaries + their non-system libs
-#   (+ real-minilm/: a bf16 copy of models/all-MiniLM-L6-v2, xz-compressed, when that is there;
-#   the device tool's 64 MiB carry limit then wants DIR itself packed: tar cJf)
+#   (+ real-minilm/: a binary16 copy of models/all-MiniLM-L6-v2, its bytes in two planes and
+#   xz-compressed, 38.7 MB, when that is there; the device tool's 64 MiB carry limit, the tree's
+#   16 MB included, then leaves room for lib/ and bench_engine_cuda beside it only, which is all
+#   step 4 needs: carry those three for the real-model check, the test binaries in another call)
 #
 # Build there: needs cmake, nvcc 13 and the Debian packages below unpacked from .gpudeps/*.deb
 # into /opt/deps (this script does it). Fetch them on the dev box, in the repo root, with:

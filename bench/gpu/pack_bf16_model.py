@@ -12,8 +12,9 @@ the model folder (config.json, tokenizer.json, ...) are copied as they are.
 
 --planes: DST_DIR/model.safetensors is then written as model.safetensors.planes.xz, its tensor
 bytes as two planes (bytes 0, 2, 4, ... then 1, 3, 5, ...) before xz: the binary16 copy of
-all-MiniLM-L6-v2 takes 38.7 MB so instead of 41, which with the tree and the binaries is what
-fits the device tool's 64 MiB. --unplanes FILE.planes.xz OUT puts such a file back.
+all-MiniLM-L6-v2 takes 38.7 MB so instead of 41, which beside the tree (16 MB), lib/ and
+bench_engine_cuda fits the device tool's 64 MiB. --unplanes FILE.planes.xz OUT puts such a file
+back.
 Usage: pack_bf16_model.py SRC_DIR DST_DIR [bf16|f16] [--planes]   (numpy only)
        pack_bf16_model.py --unplanes FILE.planes.xz OUT.safetensors"""
 import json
