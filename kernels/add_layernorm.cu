@@ -205,12 +205,10 @@ static cudaError_t s_launch_rows(Outs out, const uint16_t *x, const uint16_t *b,
     constexpr int rows = kThreads / G * S;
     constexpr size_t smem = rows_smem_bytes<N>(S);
     const dim3 grid((unsigned)((n_max + rows - 1) / rows)), block(kThreads);
-    if (smem > 48 * 1024) {
-        const cudaError_t e = cudaFuncSetAttribute(
-            k_add_ln_rows<D, G, N, RK, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess)
-            return e;
-    }
+    static std::atomic<uint64_t> s_ready{0}; /* kern::setup_once's devices */
+    const cudaError_t e = kern::setup_once(k_add_ln_rows<D, G, N, RK, S>, smem, s_ready);
+    if (e != cudaSuccess)
+        return e;
     return kern::launch(k_add_ln_rows<D, G, N, RK, S>, grid, block, smem, stream, out.f32, out.f16,
                         out.bf16, x, b, residual, gamma, beta, n_max, n_rows, eps);
 }
