@@ -13,9 +13,9 @@
  *      the PDL wait (weights; kern_cuda_dev.cuh), then b and n_rows, then every load of the row
  *      before the first reduction (one dependent round trip after n_rows), group shuffle
  *      reductions, no shared memory;
- *      hidden 768 / 1024 with a 16-bit residual from 3072 rows (kern_add_layernorm_cuda_rows):
- *      each thread takes 2 or 4 rows, their loads staged in shared memory by cp.async
- *      (k_add_ln_rows);
+ *      with a 16-bit residual, hidden 768 / 1024 from 3072 rows and hidden 384 from 6144
+ *      (kern_add_layernorm_cuda_rows): each thread takes 2 or 4 rows (384: 2), their loads
+ *      staged in shared memory by cp.async (k_add_ln_rows);
  *   1  generic, hidden % 8 == 0: one warp per row, 4 rows per block, the row staged in shared
  *      memory, 16-byte accesses;
  *   0  generic, scalar accesses (any hidden, or a pointer not 16-byte aligned).
@@ -218,7 +218,7 @@ static cudaError_t s_launch_reg(Outs out, const uint16_t *x, const uint16_t *b,
                                 const void *residual, const float *gamma, const float *beta,
                                 int32_t n_max, const int32_t *n_rows, float eps,
                                 cudaStream_t stream) {
-    if constexpr (G * N * 8 != 384 && RK != KERN_RESIDUAL_F32) { /* _rows' cases */
+    if constexpr (RK != KERN_RESIDUAL_F32) { /* _rows' cases */
         const int s = kern_add_layernorm_cuda_rows(G * N * 8, n_max, (kern_residual_type_t)RK);
         if (s == 4)
             return s_launch_rows<D, G, N, RK, 4>(out, x, b, residual, gamma, beta, n_max, n_rows,
@@ -314,13 +314,14 @@ extern "C" int kern_add_layernorm_cuda_config(int32_t hidden) {
 extern "C" int kern_add_layernorm_cuda_rows(int32_t hidden, int32_t n_max,
                                             kern_residual_type_t residual_type) {
     /* Measured (docs/results/2026-12-04-h200-session30, s30d): BERT-base's ragged pass -1.2%,
-     * 4096 / 8192 tokens -1%; MiniLM's (hidden 384, 8-row steps) ragged pass +2% with 4 rows a
-     * thread, so it keeps one; an fp32 residual (3x the shared memory) was 34-60% slower. Steps
+     * 4096 / 8192 tokens -1%; an fp32 residual (3x the shared memory) was 34-60% slower. Steps
      * of 128 / G = 4 rows: 2 rows a thread from ~1.5 waves of the one-row kernel (4 blocks an SM,
-     * 132 SMs), 4 from ~3. */
-    if (kern_add_layernorm_cuda_config(hidden) != 2 || hidden == 384 ||
-        residual_type == KERN_RESIDUAL_F32)
+     * 132 SMs), 4 from ~3. MiniLM (hidden 384, 8-row steps): 4 rows a thread made its ragged
+     * pass 2% slower, 2 rows from 768 steps 0.9% faster (session 31, next.sh), so it stops at 2. */
+    if (kern_add_layernorm_cuda_config(hidden) != 2 || residual_type == KERN_RESIDUAL_F32)
         return 1;
+    if (hidden == 384)
+        return n_max / 8 >= 768 ? 2 : 1;
     const int32_t steps = n_max / 4;
     return steps >= 1536 ? 4 : steps >= 768 ? 2 : 1;
 }

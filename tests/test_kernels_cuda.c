@@ -1068,8 +1068,9 @@ static void test_bias_gelu(void) {
  * Per dtype dt of x and b (rounded to it for both sides); the tolerances are the outputs' own. */
 static void test_add_layernorm_dt(kern_dtype_t dt) {
     static const int32_t hiddens[] = {7, 33, 136, 384, 768, 1024};
-    /* 3100, 6150, 12301: the register path's 2 and 4 rows a thread at hidden 768 / 1024 with a
-     * 16-bit residual (kern_add_layernorm_cuda_rows), partial last blocks */
+    /* 3100, 6150, 12301: the register path's 2 and 4 rows a thread with a 16-bit residual
+     * (kern_add_layernorm_cuda_rows: hidden 768 / 1024; 384 takes 2 from 6150), partial last
+     * blocks */
     static const int32_t ns[] = {1, 3, 129, 3100, 6150, 12301};
     static const char *rt_name[3] = {"fp32", "bf16", "f16"};
     int n_cfg[3] = {0, 0, 0}, n_rows_per_thread[5] = {0};
