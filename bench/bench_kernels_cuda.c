@@ -341,7 +341,7 @@ int main(int argc, char **argv) {
         }
         return s_gemm_candidates(argv[2], &f, st, e0, e1, lt, ws, ws_bytes, &rng);
     }
-    row_t rows[160];
+    row_t rows[200];
     int n_rows = 0;
     static const int32_t shapes[2][4] = {{384, 12, 32, 1536}, {768, 12, 64, 3072}};
     static const char *names[2] = {"minilm", "bert-base"};
@@ -379,6 +379,14 @@ int main(int argc, char **argv) {
             KERN_CUDA_FATAL(cudaMalloc((void **)&d_dim, 16));
             KERN_CUDA_FATAL(cudaMalloc((void **)&d_norm, 16));
             KERN_CUDA_FATAL(cudaMemcpy(d_cu, cu, ((size_t)n_seqs + 1) * 4, cudaMemcpyHostToDevice));
+            /* the attention's tile table, as the engine builds it per batch */
+            const int32_t n_tt = kern_attention_tiles_cap(T);
+            const size_t tt_bytes = (size_t)n_tt * KERN_ATTENTION_TILE_WORDS * 4;
+            int32_t *tt = malloc(tt_bytes), *d_tt = NULL;
+            S_OK(kern_attention_tiles_build(tt, T, cu, n_seqs) > 0 ? 0 : -1);
+            KERN_CUDA_FATAL(cudaMalloc((void **)&d_tt, tt_bytes));
+            KERN_CUDA_FATAL(cudaMemcpy(d_tt, tt, tt_bytes, cudaMemcpyHostToDevice));
+            free(tt);
             KERN_CUDA_FATAL(cudaMemcpy(d_ts, ts, (size_t)T * 4, cudaMemcpyHostToDevice));
             KERN_CUDA_FATAL(cudaMemcpy(d_ids, ids, (size_t)T * 4, cudaMemcpyHostToDevice));
             KERN_CUDA_FATAL(cudaMemcpy(d_n, &T, 4, cudaMemcpyHostToDevice));
@@ -444,17 +452,21 @@ int main(int argc, char **argv) {
             const double att_flops = 4.0 * sum_sq * H;
             /* each kernel in bf16 and in binary16 (x's bf16 values in [-1, 1] read as binary16
              * are finite, below 2 in magnitude: as good as any for timing) */
-            static const kern_attention_kernel_t att_k[4] = {
-                KERN_ATTENTION_MMA, KERN_ATTENTION_WGMMA, KERN_ATTENTION_MMA, KERN_ATTENTION_WGMMA};
-            static const kern_dtype_t att_t[4] = {KERN_DTYPE_BF16, KERN_DTYPE_BF16, KERN_DTYPE_F16,
-                                                  KERN_DTYPE_F16};
-            static const char *att_n[4] = {"attention mma", "attention wgmma", "attention mma f16",
-                                           "attention wgmma f16"};
-            for (int a = 0; a < 4; a++) {
+            /* the wgmma kernel with packed tiles in order, and with the tile table */
+            static const kern_attention_kernel_t att_k[6] = {
+                KERN_ATTENTION_MMA, KERN_ATTENTION_WGMMA, KERN_ATTENTION_WGMMA,
+                KERN_ATTENTION_MMA, KERN_ATTENTION_WGMMA, KERN_ATTENTION_WGMMA};
+            static const kern_dtype_t att_t[6] = {KERN_DTYPE_BF16, KERN_DTYPE_BF16, KERN_DTYPE_BF16,
+                                                  KERN_DTYPE_F16,  KERN_DTYPE_F16,  KERN_DTYPE_F16};
+            static const char *att_n[6] = {"attention mma",         "attention wgmma",
+                                           "attention wgmma tiles", "attention mma f16",
+                                           "attention wgmma f16",   "attention wgmma tiles f16"};
+            for (int a = 0; a < 6; a++) {
+                const int32_t *tiles = a % 3 == 2 ? d_tt : NULL;
                 S_TIME(L("attention"), att_flops / 1e3, "TFLOP/s",
                        S_OK(kern_attention_cuda_kernel(att_k[a], &ap, att_t[a], hb, H, x, 3 * H,
                                                        x + H, 3 * H, x + 2 * H, 3 * H, d_cu, d_ts,
-                                                       d_n, T, st, &e_)));
+                                                       d_n, tiles, T, st, &e_)));
                 snprintf(rows[n_rows - 1].name, sizeof rows[0].name, "%s T=%d %s", names[m], (int)T,
                          att_n[a]);
             }
@@ -499,8 +511,8 @@ int main(int argc, char **argv) {
                             label, flop / 1e3, "TFLOP/s",
                             S_OK(kern_linear_cuda(lt, p, y, x, wqkv, b, lq, ws, ws_bytes, st, &e_));
                             S_OK(kern_attention_cuda(&ap, KERN_DTYPE_BF16, hb, H, y, 3 * H, y + H,
-                                                     3 * H, y + 2 * H, 3 * H, cuq, d_ts, nq, Tq, st,
-                                                     &e_)));
+                                                     3 * H, y + 2 * H, 3 * H, cuq, d_ts, nq, NULL,
+                                                     Tq, st, &e_)));
                         kern_linear_plan_destroy(&p);
                         const kern_qkv_attention_args_t qa = {.dtype = KERN_DTYPE_BF16,
                                                               .out = hb,
@@ -562,7 +574,8 @@ int main(int argc, char **argv) {
                 cudaFreeHost(in_host);
             }
 #undef L
-            cudaFree(d_cu), cudaFree(d_ts), cudaFree(d_ids), cudaFree(d_n), cudaFree(d_ns);
+            cudaFree(d_cu), cudaFree(d_tt), cudaFree(d_ts), cudaFree(d_ids), cudaFree(d_n),
+                cudaFree(d_ns);
             cudaFree(d_dim), cudaFree(d_norm), cudaFree(word), cudaFree(pos), cudaFree(type);
             cudaFree(wqkv), cudaFree(b), cudaFree(w1), cudaFree(w2), cudaFree(x), cudaFree(y);
             cudaFree(hb), cudaFree(h32), cudaFree(g), cudaFree(out);

@@ -466,14 +466,18 @@ int s_launch_mma(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, c
 
 } // namespace
 
-extern "C" int kern_attention_cuda_kernel(
-    kern_attention_kernel_t which, const kern_attention_params_t *p, kern_dtype_t dtype,
-    uint16_t *out, int64_t ldo, const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk,
-    const uint16_t *v, int64_t ldv, const int32_t *cu_seqlens, const int32_t *tok_seq,
-    const int32_t *n_tokens, int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
+extern "C" int kern_attention_cuda_kernel(kern_attention_kernel_t which,
+                                          const kern_attention_params_t *p, kern_dtype_t dtype,
+                                          uint16_t *out, int64_t ldo, const uint16_t *q,
+                                          int64_t ldq, const uint16_t *k, int64_t ldk,
+                                          const uint16_t *v, int64_t ldv, const int32_t *cu_seqlens,
+                                          const int32_t *tok_seq, const int32_t *n_tokens,
+                                          const int32_t *tiles, int32_t max_tokens,
+                                          cudaStream_t stream, com_error_t *err) {
     if (!p || !out || !q || !k || !v || !cu_seqlens || !tok_seq || !n_tokens || max_tokens < 1 ||
-        p->n_heads < 1 || p->n_kv_heads < 1 || p->n_heads % p->n_kv_heads != 0 ||
-        p->n_heads > 65535 || !(p->scale > 0.f)) /* the running max is kept scaled */
+        (tiles && kern_attention_tiles_cap(max_tokens) == 0) || p->n_heads < 1 ||
+        p->n_kv_heads < 1 || p->n_heads % p->n_kv_heads != 0 || p->n_heads > 65535 ||
+        !(p->scale > 0.f)) /* the running max is kept scaled */
         return com_error_set(err, COM_EINVAL, "attention_cuda: bad arguments");
     if ((ldq | ldk | ldv) % 8 != 0 || ldo % 2 != 0 || !kern::aligned16(q) || !kern::aligned16(k) ||
         !kern::aligned16(v) || ((uintptr_t)out & 3u))
@@ -488,7 +492,7 @@ extern "C" int kern_attention_cuda_kernel(
                                                                    : KERN_ATTENTION_MMA;
     if (which == KERN_ATTENTION_WGMMA)
         return kern_attention_wgmma_cuda(p, dtype, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens,
-                                         tok_seq, n_tokens, max_tokens, stream, err);
+                                         tok_seq, n_tokens, tiles, max_tokens, stream, err);
     if (which != KERN_ATTENTION_MMA)
         return com_error_set(err, COM_EINVAL, "attention_cuda: kernel %d", (int)which);
     return dtype == KERN_DTYPE_F16
@@ -502,8 +506,9 @@ extern "C" int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_
                                    uint16_t *out, int64_t ldo, const uint16_t *q, int64_t ldq,
                                    const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
                                    const int32_t *cu_seqlens, const int32_t *tok_seq,
-                                   const int32_t *n_tokens, int32_t max_tokens, cudaStream_t stream,
-                                   com_error_t *err) {
+                                   const int32_t *n_tokens, const int32_t *tiles,
+                                   int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
     return kern_attention_cuda_kernel(KERN_ATTENTION_AUTO, p, dtype, out, ldo, q, ldq, k, ldk, v,
-                                      ldv, cu_seqlens, tok_seq, n_tokens, max_tokens, stream, err);
+                                      ldv, cu_seqlens, tok_seq, n_tokens, tiles, max_tokens, stream,
+                                      err);
 }

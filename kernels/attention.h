@@ -49,6 +49,26 @@ void kern_attention_ref(const kern_attention_params_t *p, float *out,
                         int32_t n_seqs, int32_t part, int32_t n_parts,
                         float *scratch); /* [kern_attention_ref_scratch_floats], host */
 
+/* The query-tile table of the CUDA attention (attention_tiles.c), built on the host per batch:
+ * entry i (KERN_ATTENTION_TILE_WORDS words) = the packed rows [q0, q0 + n) one CTA takes (per
+ * head), q0 | (n - 1) << 24 with 1 <= n <= 64, then the keys [kbeg, kend) it walks (the first
+ * row's sequence's first key, the last row's sequence's end), then 1 if those rows are of one
+ * sequence, else 0 (the kernel then looks up each row's range); -1 in every word: no tile. The
+ * entry gives a CTA its work in one read. Sequences of >= 64 tokens get tiles of their own (no
+ * other sequence's keys to walk or mask), runs of shorter ones are packed densely; the tiles come
+ * in the order of their key walks, longest first, so the short ones fill the last wave. Every row
+ * in [0, cu_seqlens[n_seqs]) is in exactly one tile. */
+#define KERN_ATTENTION_TILES_MAX_TOKENS (1 << 24) /* q0 fits 24 bits */
+#define KERN_ATTENTION_TILE_WORDS       4
+/* Entries of the table for buckets of max_tokens (1 .. KERN_ATTENTION_TILES_MAX_TOKENS; else 0):
+ * ceil(max_tokens / 64) + ceil(max_tokens / 256). */
+int32_t kern_attention_tiles_cap(int32_t max_tokens);
+/* Fills tiles[KERN_ATTENTION_TILE_WORDS * kern_attention_tiles_cap(max_tokens)] for the sequences
+ * of cu_seqlens (host, cu_seqlens[0] == 0, cu_seqlens[n_seqs] <= max_tokens); returns the number of
+ * tiles, or -1 for bad arguments. No allocation; O(n_seqs + tiles). */
+int32_t kern_attention_tiles_build(int32_t *tiles, int32_t max_tokens, const int32_t *cu_seqlens,
+                                   int32_t n_seqs);
+
 #ifdef EMBER_HAVE_CUDA
 /* CUDA (attention.cu): the same op on tensor cores (mma.sync m16n8k16 of dtype, fp32 accumulation,
  * online softmax; FlashAttention-2 style; on compute capability 9.0 from 512 tokens the same
@@ -59,11 +79,14 @@ void kern_attention_ref(const kern_attention_params_t *p, float *out,
  * kernel's function attributes. The grid is sized by the bucket: (ceil(max_tokens / 64) packed
  * query tiles, n_heads); a tile is 64 consecutive packed tokens and may span several sequences: it
  * walks the keys of every sequence it touches and masks keys of other sequences, so no per-sequence
- * launch or host-side tiling is needed and one CUDA graph serves any mix of sequences. Rows past
- * *n_tokens are not written. Supported: head_dim 32 and 64 (128 later), GQA (n_kv_heads divides
+ * launch is needed and one CUDA graph serves any mix of sequences. tiles (device, 16-byte
+ * aligned, optional: NULL = those packed tiles in order) is the batch's kern_attention_tiles_build
+ * table (kern_attention_tiles_cap(max_tokens) entries; the grid is sized by that), which the wgmma
+ * kernel follows; the mma.sync kernel ignores it (same results). Rows past *n_tokens are not
+ * written. Supported: head_dim 32 and 64 (128 later), GQA (n_kv_heads divides
  * n_heads), causal or not; ld* multiples of 8 and pointers 16-byte aligned (else COM_EINVAL /
- * COM_EUNSUPPORTED). cu_seqlens, tok_seq and *n_tokens may be read before the kernel's PDL wait
- * (kernels/kern_cuda_dev.cuh), so the grid launched just before it on the stream must not
+ * COM_EUNSUPPORTED). cu_seqlens, tok_seq, *n_tokens and tiles may be read before the kernel's PDL
+ * wait (kernels/kern_cuda_dev.cuh), so the grid launched just before it on the stream must not
  * write them (q/k/v may be its output). Enqueued on stream. */
 int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
                         int64_t ldo,                    /* [max_tokens, ...], device, in dtype */
@@ -73,6 +96,7 @@ int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, ui
                         const int32_t *cu_seqlens,      /* [n_seqs + 1], device */
                         const int32_t *tok_seq,         /* [max_tokens], device */
                         const int32_t *n_tokens,        /* [1], device */
+                        const int32_t *tiles,           /* see above; device or NULL */
                         int32_t max_tokens, struct CUstream_st *stream, com_error_t *err);
 /* The kernels kern_attention_cuda chooses from, for tests and benches: AUTO is what
  * kern_attention_cuda runs: WGMMA for max_tokens >= 512 on compute capability 9.0, MMA otherwise
@@ -90,7 +114,7 @@ int kern_attention_cuda_kernel(kern_attention_kernel_t which, const kern_attenti
                                kern_dtype_t dtype, uint16_t *out, int64_t ldo, const uint16_t *q,
                                int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v,
                                int64_t ldv, const int32_t *cu_seqlens, const int32_t *tok_seq,
-                               const int32_t *n_tokens, int32_t max_tokens,
+                               const int32_t *n_tokens, const int32_t *tiles, int32_t max_tokens,
                                struct CUstream_st *stream, com_error_t *err);
 #endif
 

@@ -1,11 +1,12 @@
 /* kernels/attention_wgmma.cu — ragged attention on Hopper's warp-group MMA (contract in
  * attention_wgmma.h; kernels/attention.cu picks it or its mma.sync kernel). Built for sm_90a only.
  *
- * Same tiling and masking as attention.cu's kernel (read its header first): grid
- * (ceil(max_tokens / 64), n_heads), CTA (tile, h) = one warp group takes 64 consecutive packed
- * query rows of head h, walks the keys [first key of its first row's sequence, last key of its
- * last live row's sequence) in blocks of 64 and masks per element only in the blocks that cross
- * some row's key range. Per key block:
+ * Same tiling and masking as attention.cu's kernel (read its header first), or the batch's tile
+ * table (kern_attention_tiles_build: per-sequence tiles, longest first): one CTA per (tile, head
+ * h), heads fastest, a warp group taking the tile's (up to 64) consecutive packed query rows of
+ * head h; it walks the keys [first key of its first row's sequence, last key of its last live
+ * row's sequence) in blocks of 64 and masks per element only in the blocks that cross some row's
+ * key range. Per key block:
  *   S = Q K^T        HD / 16 x wgmma.m64n64k16, Q and K from shared memory (K-major, swizzled as
  *                    kern::wgmma_desc describes: 128-byte rows at head dim 64, 64-byte at 32);
  *   online softmax   on the S accumulators in registers, in base 2 (one FFMA + one MUFU per
@@ -101,51 +102,76 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
                       const __grid_constant__ CUtensorMap tv, uint16_t *__restrict__ out,
                       int64_t ldo, const uint16_t *__restrict__ q, int64_t ldq,
                       const int32_t *__restrict__ cu, const int32_t *__restrict__ tok_seq,
-                      const int32_t *__restrict__ n_tokens_p, int32_t max_tokens, int32_t group,
-                      float scale_log2) {
+                      const int32_t *__restrict__ n_tokens_p, const int32_t *__restrict__ tiles,
+                      int32_t max_tokens, int32_t n_heads, int32_t group, float scale_log2) {
     using C = AttnCfg<HD>;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t sq = (kern::smem_u32(smem_raw) + 1023u) & ~1023u;
     const uint32_t skv = sq + C::kTileBytes;        /* stage s: K at skv + 2 s tile, V after */
     __shared__ __align__(8) uint64_t full[kStages]; /* stage s holds its K/V block (TMA bytes) */
+    /* CTA x = (tile, head), heads fastest: a table's longest tiles go first for every head */
+    const int32_t tile = (int32_t)(blockIdx.x / (uint32_t)n_heads);
+    const int h = (int)(blockIdx.x % (uint32_t)n_heads), kh = h / group;
+    /* this CTA's rows [q0, q0 + n_rows): the table's entry (read before the PDL wait, L2 only:
+     * see kern_attention_cuda) with the tile's key range, else the tile-th 64 packed rows */
+    int32_t q0 = tile * 64, n_rows = 64, t_kbeg = 0, t_kend = 0;
+    int t_kind = 0; /* 0: no table; 1: a table tile of several sequences; 2: of one sequence */
+    if (tiles) {
+        const int4 te = __ldcg(reinterpret_cast<const int4 *>(tiles) + tile);
+        if (te.x < 0)
+            return; /* no tile */
+        q0 = te.x & 0xffffff, n_rows = (te.x >> 24) + 1, t_kbeg = te.y, t_kend = te.z;
+        t_kind = te.w ? 2 : 1;
+    }
     kern::pdl_begin();
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32, c4 = lane % 4;
-    const int32_t q0 = (int32_t)blockIdx.x * 64;
-    const int h = (int)blockIdx.y, kh = h / group;
     const uint16_t *qh = q + (int64_t)h * HD;
     /* One round trip for everything that does not need n_tokens: the Q tile (rows past
      * max_tokens zero-filled; rows in [n_tokens, max_tokens) are loaded and never stored), the
      * tile's first and last rows' sequences (tok_seq has max_tokens entries) and this thread's
-     * two rows' (accumulator rows lane / 4 and + 8 of the warp's 16). */
+     * two rows' (accumulator rows lane / 4 and + 8 of the warp's 16); a table's tile of one
+     * sequence needs none of them (its entry has the keys) and a table's tile of several needs
+     * the rows' alone. */
     load_tile<HD>(sq, qh, ldq, q0, max_tokens, tid);
     const int32_t nt = *n_tokens_p;
-    const int32_t q_end = min(q0 + 63, max_tokens - 1);
-    const int32_t sf = tok_seq[q0], s_end = tok_seq[q_end];
-    int32_t row[2], rseq[2];
+    const int32_t q_end = min(q0 + n_rows - 1, max_tokens - 1);
+    int32_t sf = 0, s_end = 0, row[2], rseq[2] = {0, 0};
+    if (t_kind == 0)
+        sf = tok_seq[q0], s_end = tok_seq[q_end];
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         row[i] = q0 + 16 * warp + lane / 4 + 8 * i;
-        rseq[i] = tok_seq[min(row[i], max_tokens - 1)];
+        if (t_kind != 2)
+            rseq[i] = tok_seq[min(row[i], max_tokens - 1)];
     }
-    if (q0 >= nt) {
+    const int32_t r_end = min(q0 + n_rows, nt); /* the live rows end */
+    if (q0 >= r_end) {
         kern::cp_async_wait<0>();
         return; /* uniform over the CTA */
     }
-    /* the CTA's rows [q0, last]; sequences are packed in order, so the first row's sequence
+    /* the CTA's live rows [q0, last]; sequences are packed in order, so the first row's sequence
      * starts its keys [kbeg, kend) and the last row's ends them; the keys every row sees
      * [in_lo, in_hi) (blocks inside need no mask) likewise. Second round trip: cu. */
-    const int32_t last = min(q0 + 63, nt - 1);
-    const int32_t sl = last == q_end ? s_end : tok_seq[last]; /* the batch's last tile */
-    const int32_t kbeg = cu[sf], in_lo = cu[sl];
-    const int32_t kend = CAUSAL ? min(cu[sl + 1], last + 1) : cu[sl + 1];
-    const int32_t in_hi = CAUSAL ? min(cu[sf + 1], q0 + 1) : cu[sf + 1];
-    int32_t lo[2], hi[2]; /* this thread's rows' key ranges (empty past n_tokens) */
+    const int32_t last = r_end - 1;
+    int32_t kbeg = t_kbeg, kend = CAUSAL ? min(t_kend, last + 1) : t_kend;
+    /* a tile of several sequences has no block that every row sees whole */
+    int32_t in_lo = t_kind == 2 ? t_kbeg : 1, in_hi = 0;
+    if (t_kind == 2)
+        in_hi = CAUSAL ? min(t_kend, q0 + 1) : t_kend;
+    if (t_kind == 0) {
+        const int32_t sl = last == q_end ? s_end : tok_seq[last]; /* the batch's last tile */
+        kbeg = cu[sf], in_lo = cu[sl];
+        kend = CAUSAL ? min(cu[sl + 1], last + 1) : cu[sl + 1];
+        in_hi = CAUSAL ? min(cu[sf + 1], q0 + 1) : cu[sf + 1];
+    }
+    int32_t lo[2], hi[2]; /* this thread's rows' key ranges (empty past the live rows) */
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         lo[i] = 0, hi[i] = 0;
-        if (row[i] < nt) {
-            lo[i] = cu[rseq[i]];
-            hi[i] = CAUSAL ? min(cu[rseq[i] + 1], row[i] + 1) : cu[rseq[i] + 1];
+        if (row[i] < r_end) {
+            const int32_t a = t_kind == 2 ? t_kbeg : cu[rseq[i]];
+            const int32_t b = t_kind == 2 ? t_kend : cu[rseq[i] + 1];
+            lo[i] = a, hi[i] = CAUSAL ? min(b, row[i] + 1) : b;
         }
     }
     const int n_blocks = (kend - kbeg + kBN - 1) / kBN;
@@ -228,7 +254,23 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         const int32_t kb = kbeg + j * kBN;
         /* s[4 g + 2 i + e]: row i, key kb + 8 g + 2 c4 + e */
         if (!(kb >= in_lo && kb + kBN <= in_hi)) {
-            if (wshared) { /* warp-uniform */
+            /* A warp whose rows share one key range decides for itself (warp-uniform): a block
+             * inside its range needs no mask; one outside it (the other sequence's keys of a tile
+             * that spans two, or a warp of rows past n_tokens) gives P = 0, and its max, exp and
+             * sum are skipped (O, l and the running max stay as they are) */
+            const bool w_out = wshared && (kb + kBN <= lo0 || kb >= hi0);
+            if (w_out) {
+                rescale = false;
+#pragma unroll
+                for (int kk = 0; kk < kBN / 16; kk++)
+#pragma unroll
+                    for (int r = 0; r < 4; r++)
+                        pa[kk][r] = 0u;
+                return;
+            }
+            if (wshared && kb >= lo0 && kb + kBN <= hi0) {
+                /* inside the warp's range: no mask */
+            } else if (wshared) { /* warp-uniform */
                 const int32_t rel = kb + 2 * c4 - lo[0];
                 const uint32_t len = (uint32_t)(hi[0] - lo[0]);
 #pragma unroll
@@ -377,7 +419,7 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
         const int32_t r = q0 + 16 * warp + lane / 4 + 8 * i;
-        if (r >= nt || lo[i] >= hi[i])
+        if (r >= r_end || lo[i] >= hi[i])
             continue;
         const float inv = 1.0f / l;
         uint16_t *orow = out + (int64_t)r * ldo + (int64_t)h * HD + 2 * c4;
@@ -391,8 +433,8 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
 template <kern_dtype_t D, int HD, bool CAUSAL>
 int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const uint16_t *q,
              int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
-             const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
-             cudaStream_t stream, com_error_t *err) {
+             const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens,
+             const int32_t *tiles, int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
     auto *kfn = k_attention_wgmma<D, HD, CAUSAL>;
     constexpr size_t smem = AttnCfg<HD>::kSmem;
     static std::atomic<uint64_t> s_ready{0};
@@ -411,9 +453,16 @@ int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const
                                  swz, err);
     if (rc != 0)
         return rc;
-    const dim3 grid((unsigned)((max_tokens + 63) / 64), (unsigned)p->n_heads);
-    KERN_CUDA_TRY(kern::launch(kfn, grid, dim3(128), smem, stream, tk, tv, out, ldo, q, ldq, cu,
-                               tok_seq, n_tokens, max_tokens, (int32_t)(p->n_heads / p->n_kv_heads),
+    const int64_t n_tiles = tiles ? kern_attention_tiles_cap(max_tokens) : (max_tokens + 63) / 64;
+    if (tiles && !kern::aligned16(tiles))
+        return com_error_set(err, COM_EINVAL, "attention_wgmma: tiles not 16-byte aligned");
+    const int64_t ctas = n_tiles * p->n_heads;
+    if (ctas > INT32_MAX)
+        return com_error_set(err, COM_EINVAL, "attention_wgmma: %lld CTAs (max_tokens %d)",
+                             (long long)ctas, (int)max_tokens);
+    KERN_CUDA_TRY(kern::launch(kfn, dim3((unsigned)ctas), dim3(128), smem, stream, tk, tv, out, ldo,
+                               q, ldq, cu, tok_seq, n_tokens, tiles, max_tokens, p->n_heads,
+                               (int32_t)(p->n_heads / p->n_kv_heads),
                                p->scale * 1.4426950408889634f),
                   err);
     return 0;
@@ -424,16 +473,17 @@ template <kern_dtype_t D>
 int s_launch_dtype(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const uint16_t *q,
                    int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
                    const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens,
-                   int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
+                   const int32_t *tiles, int32_t max_tokens, cudaStream_t stream,
+                   com_error_t *err) {
     if (p->head_dim == 64)
         return p->causal ? s_launch<D, 64, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                                 n_tokens, max_tokens, stream, err)
+                                                 n_tokens, tiles, max_tokens, stream, err)
                          : s_launch<D, 64, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                                  n_tokens, max_tokens, stream, err);
+                                                  n_tokens, tiles, max_tokens, stream, err);
     return p->causal ? s_launch<D, 32, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                             n_tokens, max_tokens, stream, err)
+                                             n_tokens, tiles, max_tokens, stream, err)
                      : s_launch<D, 32, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                              n_tokens, max_tokens, stream, err);
+                                              n_tokens, tiles, max_tokens, stream, err);
 }
 
 } // namespace
@@ -445,17 +495,17 @@ bool kern_attention_wgmma_valid(const kern_attention_params_t *p) {
 int kern_attention_wgmma_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
                               int64_t ldo, const uint16_t *q, int64_t ldq, const uint16_t *k,
                               int64_t ldk, const uint16_t *v, int64_t ldv, const int32_t *cu,
-                              const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
-                              cudaStream_t stream, com_error_t *err) {
+                              const int32_t *tok_seq, const int32_t *n_tokens, const int32_t *tiles,
+                              int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
     if (!kern_attention_wgmma_valid(p))
         return com_error_set(err, COM_EUNSUPPORTED,
                              "attention_wgmma: needs compute capability 9.0 and head_dim 32 or "
                              "64");
     if (dtype == KERN_DTYPE_F16)
         return s_launch_dtype<KERN_DTYPE_F16>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                              n_tokens, max_tokens, stream, err);
+                                              n_tokens, tiles, max_tokens, stream, err);
     if (dtype == KERN_DTYPE_BF16)
         return s_launch_dtype<KERN_DTYPE_BF16>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                               n_tokens, max_tokens, stream, err);
+                                               n_tokens, tiles, max_tokens, stream, err);
     return com_error_set(err, COM_EINVAL, "attention_wgmma: dtype %d", (int)dtype);
 }

@@ -13,7 +13,7 @@ bool kern_attention_wgmma_valid(const kern_attention_params_t *p);
 int kern_attention_wgmma_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
                               int64_t ldo, const uint16_t *q, int64_t ldq, const uint16_t *k,
                               int64_t ldk, const uint16_t *v, int64_t ldv, const int32_t *cu,
-                              const int32_t *tok_seq, const int32_t *n_tokens, int32_t max_tokens,
-                              cudaStream_t stream, com_error_t *err);
+                              const int32_t *tok_seq, const int32_t *n_tokens, const int32_t *tiles,
+                              int32_t max_tokens, cudaStream_t stream, com_error_t *err);
 
 #endif

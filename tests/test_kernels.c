@@ -365,6 +365,132 @@ static void test_attention(void) {
     }
 }
 
+/* The CUDA attention's tile table (attention_tiles.c), host only: every row of the batch in
+ * exactly one tile of 1..64 rows, sequences of >= 64 tokens in tiles of their own, the longest
+ * key walks first, -1 past the tiles; the dense fallback when per-sequence tiles overflow. */
+static int32_t s_tile_blocks(const int32_t *cu, int32_t q0, int32_t rows) {
+    int32_t sf = 0, sl = 0;
+    while (cu[sf + 1] <= q0)
+        sf++;
+    for (sl = sf; cu[sl + 1] < q0 + rows; sl++) {
+    }
+    const int32_t b = (cu[sl + 1] - cu[sf] + 63) / 64;
+    return b < 255 ? b : 255;
+}
+
+/* returns whether the table was the dense fallback */
+static bool s_check_tiles(const int32_t *cu, int32_t n_seqs, int32_t T) {
+    const int32_t cap = kern_attention_tiles_cap(T), n = cu[n_seqs];
+    /* per-sequence tiles: ceil(L / 64) per sequence of >= 64 tokens, ceil(run / 64) per run of
+     * shorter ones; more than the table holds: the dense fallback */
+    int32_t per_seq = 0, run = 0;
+    for (int32_t s = 0; s <= n_seqs; s++) {
+        const int32_t len = s < n_seqs ? cu[s + 1] - cu[s] : 64;
+        if (len < 64 && s < n_seqs) {
+            run += len;
+            continue;
+        }
+        per_seq += (run + 63) / 64 + (s < n_seqs ? (len + 63) / 64 : 0), run = 0;
+    }
+    const bool want_dense = per_seq > cap;
+    CHECK(cap == (T + 63) / 64 + (T + 255) / 256);
+    int32_t *t = malloc((size_t)cap * KERN_ATTENTION_TILE_WORDS * 4);
+    uint8_t *seen = calloc((size_t)(n > 0 ? n : 1), 1);
+    const int32_t count = kern_attention_tiles_build(t, T, cu, n_seqs);
+    CHECK(count >= 0 && count <= cap);
+    bool rows_ok = true, order_ok = true, own_ok = true, keys_ok = true, dense = true;
+    int32_t prev = 1 << 30;
+    for (int32_t i = 0; i < count; i++) {
+        const int32_t *e = t + (size_t)KERN_ATTENTION_TILE_WORDS * i;
+        const int32_t q0 = e[0] & 0xffffff, rows = (e[0] >> 24) + 1;
+        if (e[0] < 0 || rows < 1 || rows > 64 || q0 + rows > n) {
+            rows_ok = false;
+            break;
+        }
+        for (int32_t r = q0; r < q0 + rows; r++)
+            rows_ok &= seen[r]++ == 0;
+        const int32_t b = s_tile_blocks(cu, q0, rows);
+        order_ok &= b <= prev;
+        prev = b;
+        dense &= q0 % 64 == 0 && (rows == 64 || q0 + rows == n);
+        /* a row of a sequence of >= 64 tokens: the tile is that sequence's, from its start in
+         * steps of 64 */
+        int32_t s = 0, e_s = 0;
+        while (cu[s + 1] <= q0)
+            s++;
+        for (e_s = s; cu[e_s + 1] < q0 + rows; e_s++) {
+        }
+        if (!want_dense && cu[s + 1] - cu[s] >= 64)
+            own_ok &= q0 + rows <= cu[s + 1] && (q0 - cu[s]) % 64 == 0 &&
+                      (rows == 64 || q0 + rows == cu[s + 1]);
+        if (!want_dense && cu[e_s + 1] - cu[e_s] >= 64)
+            own_ok &= q0 >= cu[e_s];
+        /* the keys: the first row's sequence's start to the last row's sequence's end */
+        keys_ok &= e[1] == cu[s] && e[2] == cu[e_s + 1] && e[3] == (s == e_s);
+    }
+    for (int32_t r = 0; r < n && rows_ok; r++)
+        rows_ok &= seen[r] == 1;
+    bool tail_ok = true;
+    for (int32_t i = (count > 0 ? count : 0) * KERN_ATTENTION_TILE_WORDS;
+         i < cap * KERN_ATTENTION_TILE_WORDS; i++)
+        tail_ok &= t[i] == -1;
+    CHECK_MSG(rows_ok, "tiles: every row once (%d seqs, %d tokens, bucket %d)", (int)n_seqs, (int)n,
+              (int)T);
+    CHECK_MSG(order_ok, "tiles: longest key walk first (%d seqs)", (int)n_seqs);
+    CHECK_MSG(keys_ok, "tiles: the entries' key ranges (%d seqs)", (int)n_seqs);
+    CHECK_MSG(own_ok, "tiles: long sequences in tiles of their own (%d seqs)", (int)n_seqs);
+    CHECK_MSG(tail_ok, "tiles: -1 past the %d tiles", (int)count);
+    if (want_dense)
+        CHECK_MSG(dense && count == (n + 63) / 64, "tiles: dense fallback (%d tiles)", (int)count);
+    else
+        CHECK_MSG(count == per_seq, "tiles: %d per-sequence tiles, want %d", (int)count,
+                  (int)per_seq);
+    free(t), free(seen);
+    return want_dense;
+}
+
+static void test_attention_tiles(void) {
+    int32_t cu[1100];
+    /* the bench's mix (32..512), short runs between long sequences, zero-length sequences */
+    int n_dense = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        const int32_t T = 64 * (1 + (int32_t)com_prng_below(&g_rng, 256));
+        int32_t ns = 0;
+        cu[0] = 0;
+        while (ns < 1000) {
+            const int kind = (int)com_prng_below(&g_rng, 4);
+            int32_t len = kind == 0   ? (int32_t)com_prng_below(&g_rng, 64)
+                          : kind == 1 ? 32 + (int32_t)com_prng_below(&g_rng, 481)
+                          : kind == 2 ? 64 * (1 + (int32_t)com_prng_below(&g_rng, 4))
+                                      : 1 + (int32_t)com_prng_below(&g_rng, 8);
+            if (cu[ns] + len > T)
+                break;
+            cu[ns + 1] = cu[ns] + len;
+            ns++;
+        }
+        n_dense += s_check_tiles(cu, ns, T);
+    }
+    /* 65-token sequences (two tiles each) overflow the table: one dense run */
+    int32_t ns = 0;
+    for (cu[0] = 0; cu[ns] + 65 <= 4096; ns++)
+        cu[ns + 1] = cu[ns] + 65;
+    CHECK(s_check_tiles(cu, ns, 4096));
+    /* none, one, a full bucket */
+    const int32_t one[2] = {0, 1}, full[2] = {0, 512};
+    CHECK(!s_check_tiles(cu, 0, 64) && !s_check_tiles(one, 1, 64) && !s_check_tiles(full, 1, 512));
+    /* bad arguments */
+    int32_t t[8 * KERN_ATTENTION_TILE_WORDS];
+    const int32_t over[2] = {0, 129}, based[2] = {1, 2};
+    CHECK(kern_attention_tiles_build(t, 128, over, 1) == -1);
+    CHECK(kern_attention_tiles_build(t, 128, based, 1) == -1);
+    CHECK(kern_attention_tiles_build(NULL, 128, one, 1) == -1);
+    CHECK(kern_attention_tiles_cap(0) == 0 && kern_attention_tiles_cap(-5) == 0);
+    CHECK(kern_attention_tiles_cap(KERN_ATTENTION_TILES_MAX_TOKENS + 1) == 0);
+    printf("attention tiles: 200 random batches (%d dense), the dense fallback and edge cases "
+           "checked\n",
+           n_dense);
+}
+
 static void test_pool(void) {
     static const int32_t lens[] = {1, 3, 17, 1, 40};
     int32_t cu[6];
@@ -496,6 +622,7 @@ int main(void) {
     test_bias_gelu();
     test_add_layernorm();
     test_attention();
+    test_attention_tiles();
     test_pool();
     test_row_stats();
     return test_finish();

@@ -883,7 +883,7 @@ static void test_linear_pdl_dt(kern_dtype_t dt) {
     /* a first producer run, alone: x as the device computes it, and the attention kernel's
      * one-time function attributes out of the way */
     CHECK(kern_attention_cuda(&ap, dt, dx, in, dqkv, 3 * in, dqkv + in, 3 * in, dqkv + 2 * in,
-                              3 * in, dcu, dts, dn, T, g_st, &err) == 0);
+                              3 * in, dcu, dts, dn, NULL, T, g_st, &err) == 0);
     float *x = s_down_16(dx, (size_t)T * in, h);
     float *ref[3];
     for (int ep = 0; ep < 3; ep++) {
@@ -913,7 +913,7 @@ static void test_linear_pdl_dt(kern_dtype_t dt) {
         s_poison(dy, (size_t)T * out * 2);
         /* back to back: the producer, then the GEMM, nothing between */
         rc = kern_attention_cuda(&ap, dt, dx, in, dqkv, 3 * in, dqkv + in, 3 * in, dqkv + 2 * in,
-                                 3 * in, dcu, dts, dn, T, g_st, &err);
+                                 3 * in, dcu, dts, dn, NULL, T, g_st, &err);
         if (rc == 0)
             rc = kern_linear_cuda(lt, p, dy, dx, dw, ep ? dbias : NULL, NULL, ws, ws_bytes, g_st,
                                   &err);
@@ -1172,13 +1172,26 @@ static void test_add_layernorm(void) {
 }
 
 /* ---- attention (per dtype: q/k/v rounded to it, outputs compared at 1x / 2x s_tol16) ---- */
+/* the batch's tile table (kern_attention_tiles_build) on the device */
+static int32_t *s_up_tiles(const int32_t *cu, int32_t n_seqs, int32_t T) {
+    const int32_t cap = kern_attention_tiles_cap(T);
+    const size_t bytes = (size_t)cap * KERN_ATTENTION_TILE_WORDS * 4;
+    int32_t *t = malloc(bytes);
+    CHECK(kern_attention_tiles_build(t, T, cu, n_seqs) >= 0);
+    int32_t *d = s_up(t, bytes);
+    free(t);
+    return d;
+}
+
 static void test_attention_dt(kern_dtype_t dtype) {
     static const int32_t cases[][8] = {
         {1, 1},          {3, 1, 1, 1}, {5, 5, 64, 65, 1, 130}, {1, 300},
         {3, 512, 3, 17}, {2, 63, 129}, {6, 1, 2, 3, 4, 5, 6},  {7, 100, 33, 200, 1, 64, 128, 250}};
-    /* every kernel kern_attention_cuda chooses from; the wgmma ones must run on sm_90 */
-    static const kern_attention_kernel_t kernels[] = {KERN_ATTENTION_MMA, KERN_ATTENTION_WGMMA};
-    static const char *kernel_name[] = {"mma", "wgmma"};
+    /* every kernel kern_attention_cuda chooses from (the wgmma one also with the batch's tile
+     * table, kern_attention_tiles_build); the wgmma ones must run on sm_90 */
+    static const kern_attention_kernel_t kernels[] = {KERN_ATTENTION_MMA, KERN_ATTENTION_WGMMA,
+                                                      KERN_ATTENTION_WGMMA};
+    static const char *kernel_name[] = {"mma", "wgmma", "wgmma tiles"};
     const char *dn16 = s_dtype_name(dtype);
     const bool h16 = dtype == KERN_DTYPE_F16;
     const double atol = s_tol16(dtype), rtol = 2 * s_tol16(dtype); /* bf16: 1e-2, 2e-2 */
@@ -1190,6 +1203,7 @@ static void test_attention_dt(kern_dtype_t dtype) {
     int n_cfg = 0;
     for (size_t ki = 0; ki < sizeof kernels / sizeof *kernels; ki++) {
         const kern_attention_kernel_t kernel = kernels[ki];
+        const bool with_tiles = ki == 2;
         if (kernel != KERN_ATTENTION_MMA && !sm90) {
             printf("attention: kernel %s %s skipped (wgmma needs compute capability 9.0, this is "
                    "%d.%d)\n",
@@ -1225,10 +1239,11 @@ static void test_attention_dt(kern_dtype_t dtype) {
                         int32_t *ts = s_tok_seq(cu, ns, T);
                         int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, (ns + 1) * 4),
                                 *dn = s_up(&n, 4);
+                        int32_t *dtt = with_tiles ? s_up_tiles(cu, ns, T) : NULL;
                         com_error_t err = {0};
                         int rc = kern_attention_cuda_kernel(
                             kernel, &p, dtype, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
-                            dqkv + (nh + nkv) * hd, ld, dcu, dts, dn, T, g_st, &err);
+                            dqkv + (nh + nkv) * hd, ld, dcu, dts, dn, dtt, T, g_st, &err);
                         CHECK_MSG(rc == 0, "attention_cuda kernel %s %s: %s", kernel_name[ki], dn16,
                                   err.msg);
                         float *got = s_down_16(dout, (size_t)T * nh * hd, h16);
@@ -1244,6 +1259,7 @@ static void test_attention_dt(kern_dtype_t dtype) {
                                   "%s: rows past n_tokens were written", what);
                         free(got), free(qkv), free(ref), free(scratch), free(ts);
                         cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+                        cudaFree(dtt);
                     }
                     n_cfg++;
                 }
@@ -1264,10 +1280,11 @@ static void test_attention_dt(kern_dtype_t dtype) {
             uint16_t *dout = s_dev((size_t)T * nh * hd * 2);
             int32_t *ts = s_tok_seq(cu, ns, T);
             int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, sizeof cu), *dn = s_up(&n, 4);
+            int32_t *dtt = with_tiles ? s_up_tiles(cu, ns, T) : NULL;
             com_error_t err = {0};
             CHECK(kern_attention_cuda_kernel(kernel, &p, dtype, dout, nh * hd, dqkv, ld,
                                              dqkv + nh * hd, ld, dqkv + 2 * nh * hd, ld, dcu, dts,
-                                             dn, T, g_st, &err) == 0);
+                                             dn, dtt, T, g_st, &err) == 0);
             float *got = s_down_16(dout, (size_t)T * nh * hd, h16);
             char what[64];
             snprintf(what, sizeof what, "attention kernel %s %s 16 x 512 (bucket 8192)",
@@ -1275,6 +1292,7 @@ static void test_attention_dt(kern_dtype_t dtype) {
             s_cmp(what, got, ref, (size_t)T * nh * hd, atol, rtol);
             free(got), free(qkv), free(ref), free(scratch), free(ts);
             cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+            cudaFree(dtt);
         }
         printf("attention: kernel %s %s checked\n", kernel_name[ki], dn16);
     }
@@ -1284,7 +1302,7 @@ static void test_attention_dt(kern_dtype_t dtype) {
         int32_t *dummy = s_dev(64);
         CHECK(kern_attention_cuda(&bad, dtype, (uint16_t *)dummy, 192, (uint16_t *)dummy, 192,
                                   (uint16_t *)dummy, 192, (uint16_t *)dummy, 192, dummy, dummy,
-                                  dummy, 64, g_st, &err) == COM_EUNSUPPORTED);
+                                  dummy, NULL, 64, g_st, &err) == COM_EUNSUPPORTED);
         cudaFree(dummy);
     }
     printf("attention %s: %d configurations (kernel x head_dim x causal x GQA) checked\n", dn16,
@@ -1300,8 +1318,8 @@ static void test_attention(void) {
     uint16_t *d16 = (uint16_t *)dummy;
     for (int k = KERN_ATTENTION_AUTO; k <= KERN_ATTENTION_WGMMA; k++)
         CHECK(kern_attention_cuda_kernel((kern_attention_kernel_t)k, &p, (kern_dtype_t)2, d16, 256,
-                                         d16, 768, d16, 768, d16, 768, dummy, dummy, dummy, 64,
-                                         g_st, &err) == COM_EINVAL);
+                                         d16, 768, d16, 768, d16, 768, dummy, dummy, dummy, NULL,
+                                         64, g_st, &err) == COM_EINVAL);
     cudaFree(dummy);
 }
 

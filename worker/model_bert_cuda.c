@@ -10,7 +10,8 @@
  *
  * Activations per lane (T = the largest bucket, H hidden, I intermediate), all planned here,
  * zeroed once; the tuner times in lane 0's:
- *   in     int32 [4 + 4T + 2]   the input area (wrk_bert_cuda_input_words)
+ *   in     int32 [4 + 4T + 4 +  the input area (wrk_bert_cuda_input_words)
+ *                 4 tiles cap]
  *   h32    fp32  [T, H]         residual stream (LayerNorm outputs, kept in fp32); with a
  *                               16-bit stream only the last LayerNorm writes it (the pooling
  *                               reads it) and, with r16, the embedding's (the first sublayer
@@ -433,8 +434,21 @@ out:
     return rc;
 }
 
+/* The attention's host-built tile table (kern_attention_tiles_build) from this bucket up; below
+ * it the kernel walks its packed tiles in order. Session 31 (docs/results/2026-12-04-h200-
+ * session31): the table made the ragged passes (~13.7k-token buckets) faster (BERT-base -1.2%)
+ * and the 1024- and 4096-token ones 1-2.4% slower (the CTA's first read of its entry, 25% more
+ * CTAs in the grid). */
+#define S_TILES_MIN_TOKENS 8192
+
+static bool s_tiles(int32_t T) {
+    return T >= S_TILES_MIN_TOKENS;
+}
+
 size_t wrk_bert_cuda_input_words(int32_t T) {
-    return 4 + 4 * (size_t)T + 2;
+    return 4 + 4 * (size_t)T + 4 +
+           (s_tiles(T) ? (size_t)KERN_ATTENTION_TILE_WORDS * (size_t)kern_attention_tiles_cap(T)
+                       : 0);
 }
 
 void wrk_bert_cuda_pack(int32_t *dst, int32_t T, const int32_t *ids, const int32_t *types,
@@ -458,6 +472,8 @@ void wrk_bert_cuda_pack(int32_t *dst, int32_t T, const int32_t *ids, const int32
     }
     d_cu[n_seqs] = n_tokens;
     dst[4 + 4 * (size_t)T + 1] = (int32_t)epoch;
+    if (s_tiles(T))
+        kern_attention_tiles_build(dst + 4 + 4 * (size_t)T + 4, T, d_cu, n_seqs);
 }
 
 void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p) {
@@ -1076,6 +1092,8 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                   *cu = types + T;
     const int32_t *n_seqs = meta, *n_tokens = meta + 1, *out_dim = meta + 2, *norm = meta + 3;
     const kern_pool_done_t pool_done = {done, cu + T + 1}; /* the epoch follows cu_seqlens */
+    /* the attention's tile table (16-byte aligned), in the buckets that have one */
+    const int32_t *tiles = s_tiles(T) ? cu + T + 4 : NULL;
     kern_linear_plan_t *const *p = m->plans + (size_t)bi * S_N_GEMM;
     const bool fold = s_folded(m, bi);
     const kern_attention_params_t ap = {in->num_heads, in->num_heads, in->head_dim,
@@ -1132,7 +1150,8 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                                    fold_qkv ? L->wqkv_f : L->wqkv, fold_qkv ? L->bqkv_f : L->bqkv,
                                    fold_qkv ? &lnq : NULL, a->ws, S_WORKSPACE_BYTES, stream, err));
             S_TRY(kern_attention_cuda(&ap, m->dtype, a->ctx, H, a->big, 3 * H, a->big + H, 3 * H,
-                                      a->big + 2 * H, 3 * H, cu, seq, n_tokens, T, stream, err));
+                                      a->big + 2 * H, 3 * H, cu, seq, n_tokens, tiles, T, stream,
+                                      err));
         }
         S_TRY(kern_linear_cuda(m->lt, p[S_OUT], x_att, a->ctx, L->wo, L->bo, &ln1, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */

@@ -33,6 +33,9 @@ typedef struct wrk_bert_cuda wrk_bert_cuda_t;
  *   [4, 4+T)        token ids            [4+T, 4+2T)  sequence index of each token
  *   [4+2T, 4+3T)    token type ids       [4+3T, 4+4T+1) cu_seqlens (first n_seqs + 1 used)
  *   [4+4T+1]        the chunk's epoch (the pooling's completion flags, wrk_bert_cuda_forward)
+ *   [4+4T+4, +4cap) the attention's query tiles in buckets of >= 8192 tokens
+ *                   (kern_attention_tiles_build, cap = kern_attention_tiles_cap(T); 16-byte
+ *                   aligned when the area is); smaller buckets end at 4+4T+4
  * Only the first n_tokens entries of each token section are meaningful. */
 size_t wrk_bert_cuda_input_words(int32_t bucket_tokens);
 
