@@ -22,8 +22,10 @@
  * launches, for A/B), and filters for a profiler run of a few kernels: model=minilm|bert-base,
  * gemm=qkv|out|ffn1+gelu|ffn2|out+ln|ffn2+ln|qkv+fold|ffn1+fold|out+stats|ffn2+stats|ffn1+bias
  * (the last: the FFN-up shape with the bias only, to price the GELU epilogue),
- * match=SUBSTRING (of the candidate's description, e.g. "128x128 s4 pingpong"), and "dtype=f16"
- * (the same candidates with binary16 operands; default bf16). */
+ * match=SUBSTRING (of the candidate's description, e.g. "128x128 s4 pingpong"), "dtype=f16"
+ * (the same candidates with binary16 operands; default bf16) and "residual=16" (the "+ln"
+ * GEMMs' residual in the operands' 16-bit type with y updated in place on it, as the engine's
+ * 16-bit residual streams run; default fp32). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +156,7 @@ static bool s_in_list(const char *list, int32_t v) {
 typedef struct gemm_filter {
     const char *only_T, *model, *gemm, *match;
     kern_dtype_t dtype;
+    bool residual16; /* the LayerNorm's residual in the plan's 16-bit type, y in place on it */
 } gemm_filter_t;
 
 static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStream_t st,
@@ -193,8 +196,9 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
         uint16_t *x = s_rand_dev16((size_t)T_max * I, rng, dt);
         uint16_t *y = s_rand_dev16((size_t)T_max * I, rng, dt);
         uint16_t *w = s_rand_dev16((size_t)I * H, rng, dt), *b = s_rand_dev16((size_t)I, rng, dt);
-        /* the LayerNorm's operands: an fp32 residual updated in place (the engine's default),
-         * gamma 1, beta 0 (from zeroed h32 and gb + H), the GEMM's 16-bit scratch */
+        /* the LayerNorm's operands: an fp32 residual updated in place (or with residual=16 the
+         * 16-bit y, in place), gamma 1, beta 0 (from zeroed h32 and gb + H), the GEMM's 16-bit
+         * scratch */
         uint16_t *scratch = s_rand_dev16((size_t)T_max * H, rng, dt);
         float *h32 = NULL, *gb = NULL;
         KERN_CUDA_FATAL(cudaMalloc((void **)&h32, (size_t)T_max * H * 4));
@@ -206,12 +210,19 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
         KERN_CUDA_FATAL(cudaMemcpy(gb, ones, (size_t)H * 4, cudaMemcpyHostToDevice));
         KERN_CUDA_FATAL(cudaMemset(gb + H, 0, (size_t)H * 4));
         free(ones);
-        const kern_linear_ln_t ln = {.residual = h32,
-                                     .gamma = gb,
-                                     .beta = gb + H,
-                                     .eps = 1e-12f,
-                                     .out_f32 = h32,
-                                     .scratch = scratch};
+        const kern_linear_ln_t ln32 = {.residual = h32,
+                                       .gamma = gb,
+                                       .beta = gb + H,
+                                       .eps = 1e-12f,
+                                       .out_f32 = h32,
+                                       .scratch = scratch},
+                               ln16 = {.residual_f16 = dt == KERN_DTYPE_F16 ? y : NULL,
+                                       .residual_bf16 = dt == KERN_DTYPE_F16 ? NULL : y,
+                                       .gamma = gb,
+                                       .beta = gb + H,
+                                       .eps = 1e-12f,
+                                       .scratch = scratch};
+        const kern_linear_ln_t ln = f->residual16 ? ln16 : ln32;
         /* folded: statistics of every 64-column block (sum 0, squared deviations 64: mean 0,
          * variance 1) for x and the folded residual, c of up to I columns, the residual x */
         const size_t n_part = (size_t)T_max * (I / KERN_STATS_COLS) * 2;
@@ -330,6 +341,8 @@ int main(int argc, char **argv) {
                 f.dtype = KERN_DTYPE_F16;
             else if (strcmp(argv[a], "dtype=bf16") == 0)
                 f.dtype = KERN_DTYPE_BF16;
+            else if (strcmp(argv[a], "residual=16") == 0)
+                f.residual16 = true;
             else if (strncmp(argv[a], "model=", 6) == 0)
                 f.model = argv[a] + 6;
             else if (strncmp(argv[a], "gemm=", 5) == 0)
