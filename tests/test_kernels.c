@@ -368,14 +368,12 @@ static void test_attention(void) {
 /* The CUDA attention's tile table (attention_tiles.c), host only: every row of the batch in
  * exactly one tile of 1..64 rows, sequences of >= 64 tokens in tiles of their own, the longest
  * key walks first, -1 past the tiles; the dense fallback when per-sequence tiles overflow. */
-static int32_t s_tile_blocks(const int32_t *cu, int32_t q0, int32_t rows) {
-    int32_t sf = 0, sl = 0;
-    while (cu[sf + 1] <= q0)
-        sf++;
-    for (sl = sf; cu[sl + 1] < q0 + rows; sl++) {
+/* the sequences of rows [q0, q0 + rows): *sf the first row's, *sl the last row's */
+static void s_tile_seqs(const int32_t *cu, int32_t q0, int32_t rows, int32_t *sf, int32_t *sl) {
+    for (*sf = 0; cu[*sf + 1] <= q0; (*sf)++) {
     }
-    const int32_t b = (cu[sl + 1] - cu[sf] + 63) / 64;
-    return b < 255 ? b : 255;
+    for (*sl = *sf; cu[*sl + 1] < q0 + rows; (*sl)++) {
+    }
 }
 
 /* returns whether the table was the dense fallback */
@@ -409,17 +407,15 @@ static bool s_check_tiles(const int32_t *cu, int32_t n_seqs, int32_t T) {
         }
         for (int32_t r = q0; r < q0 + rows; r++)
             rows_ok &= seen[r]++ == 0;
-        const int32_t b = s_tile_blocks(cu, q0, rows);
+        int32_t s = 0, e_s = 0;
+        s_tile_seqs(cu, q0, rows, &s, &e_s);
+        /* the key walk's 64-key blocks (capped as the builder's sort key) never grow */
+        const int32_t blocks = (cu[e_s + 1] - cu[s] + 63) / 64, b = blocks < 255 ? blocks : 255;
         order_ok &= b <= prev;
         prev = b;
         dense &= q0 % 64 == 0 && (rows == 64 || q0 + rows == n);
         /* a row of a sequence of >= 64 tokens: the tile is that sequence's, from its start in
          * steps of 64 */
-        int32_t s = 0, e_s = 0;
-        while (cu[s + 1] <= q0)
-            s++;
-        for (e_s = s; cu[e_s + 1] < q0 + rows; e_s++) {
-        }
         if (!want_dense && cu[s + 1] - cu[s] >= 64)
             own_ok &= q0 + rows <= cu[s + 1] && (q0 - cu[s]) % 64 == 0 &&
                       (rows == 64 || q0 + rows == cu[s + 1]);
