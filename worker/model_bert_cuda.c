@@ -10,8 +10,8 @@
  *
  * Activations per lane (T = the largest bucket, H hidden, I intermediate), all planned here,
  * zeroed once; the tuner times in lane 0's:
- *   in     int32 [4 + 4T + 4 +  the input area (wrk_bert_cuda_input_words)
- *                 4 tiles cap]
+ *   in     int32 [4 + 4T + 4    the input area (wrk_bert_cuda_input_words; + the attention's
+ *                 (+ 4 cap)]    tile table, 4 kern_attention_tiles_cap(T) words, from 8192)
  *   h32    fp32  [T, H]         residual stream (LayerNorm outputs, kept in fp32); with a
  *                               16-bit stream only the last LayerNorm writes it (the pooling
  *                               reads it) and, with r16, the embedding's (the first sublayer
@@ -436,9 +436,8 @@ out:
 
 /* The attention's host-built tile table (kern_attention_tiles_build) from this bucket up; below
  * it the kernel walks its packed tiles in order. Session 31 (docs/results/2026-12-04-h200-
- * session31): the table made the ragged passes (~13.7k-token buckets) faster (BERT-base -1.2%)
- * and the 1024- and 4096-token ones 1-2.4% slower (the CTA's first read of its entry, 25% more
- * CTAs in the grid). */
+ * session31): the table made the ragged passes (~13.7k-token buckets) 0-2% faster and the 1024-
+ * and 4096-token ones 1-2.4% slower (the CTA's first read of its entry, 25% more CTAs). */
 #define S_TILES_MIN_TOKENS 8192
 
 static bool s_tiles(int32_t T) {
