@@ -10,13 +10,21 @@
  *   S = Q K^T        HD / 16 x wgmma.m64n64k16, Q and K from shared memory (K-major, swizzled as
  *                    kern::wgmma_desc describes: 128-byte rows at head dim 64, 64-byte at 32);
  *   online softmax   on the S accumulators in registers, in base 2 (one FFMA + one MUFU per
- *                    score), row max over the 4 lanes of a quad; O and l are rescaled lazily
- *                    (only when some row of the warp sees a max kern::kAttnLazy above its
- *                    reference, a warp-uniform branch), and where every row of a warp has one
- *                    key range the mask needs one test per column;
+ *                    score) against a per-row reference that moves lazily: P is computed against
+ *                    the current references, and only when some P of the warp passes
+ *                    2^kern::kAttnLazy (one packed 16-bit maximum over the thread's P, a vote), or
+ *                    at a row's first key block, does the exact path take the rows' maxima (over
+ *                    the 4 lanes of a quad), move the references, rescale O and l and compute P
+ *                    again; where every row of a warp has one key range the mask needs one test
+ *                    per column;
  *   O += P V         4 x wgmma.m64nHDk16 with P as the register A operand (the S accumulators
  *                    re-packed to type D, no shared memory) and V read MN-major from shared memory
- *                    (the transpose flag), so nothing is transposed.
+ *                    (the transpose flag), so nothing is transposed;
+ *   l += P 1         the row sums on the tensor cores too: 4 x wgmma.m64n8k16 of P against a
+ *                    shared-memory block of ones, in the same commit group (the sums are of the
+ *                    rounded P that PV multiplies, and cost no FADD or shuffle).
+ * The lazy check and the tensor-core sums take ~25% of the instructions off a key block (~307 ->
+ * ~230 a warp in SASS) and 4-6% off the kernel (session 32): it is latency-bound, not issue-bound.
  * Pipelining (FlashAttention-3's intra-warp-group overlap): block j + 1's S is issued before O is
  * rescaled and block j's PV issued, and block j + 1's softmax runs while that PV does; every
  * wgmma is waited for within its step, because ptxas serialises all of a kernel's wgmmas when
@@ -34,16 +42,18 @@
  * in SASS) had cost 13-18% more. Nsight Compute of the cp.async form, 16384 tokens: 11-15 warps
  * per SM (3 CTAs at head dim 64, shared memory; 4 at 32, registers), 5.6-6.1 cycles per issued
  * instruction, issue slots 46-53%: latency-bound; more warps per SM (2 warp groups sharing K/V,
- * FlashAttention-3) is the next step.
+ * FlashAttention-3) is the next step. Measured slower (session 32, docs/benchmarks.md thirty-first
+ * round): 5 CTAs per SM at head dim 32 (96 registers, and ptxas then serialises the wgmmas,
+ * C7512) and a table tile's first K/V loads issued before its Q tile and n_tokens are read.
  *
  * Types: q, k, v, out and the wgmma operands (Q, K, V, P) are all bf16 or all IEEE binary16 (the
  * template parameter D, kern_dtype_t; one body for both); the accumulators and the online softmax
  * are fp32. Q moves by cp.async (rows past max_tokens zero-filled), K and V by TMA (two tensor
  * maps encoded per launch; a captured graph keeps them, the buffers being fixed).
  *
- * Launch configurations: bf16 / f16 x HD 32 / 64 x causal no / yes. Shared memory: the Q tile and 4
- * stages of K and V, 64 x HD 16-bit values each: 73 KiB at head dim 64. Tested by
- * tests/test_kernels_cuda.c beside the mma.sync kernel; timed by bench_kernels_cuda. */
+ * Launch configurations: bf16 / f16 x HD 32 / 64 x causal no / yes. Shared memory: the Q tile, 4
+ * stages of K and V, 64 x HD 16-bit values each, and 1 KiB of ones: 74 KiB at head dim 64. Tested
+ * by tests/test_kernels_cuda.c beside the mma.sync kernel; timed by bench_kernels_cuda. */
 #include <math.h>
 
 #include <atomic>
@@ -65,8 +75,9 @@ template <int HD> struct AttnCfg {
     static constexpr int kTileBytes = 64 * kRowBytes; /* a 64-row tile of Q, K or V */
     static constexpr uint32_t kMode = HD == 64 ? kern::kSwizzle128B : kern::kSwizzle64B;
     static constexpr uint32_t kGroup = 8 * kRowBytes; /* 8-row group stride */
-    /* the Q tile, then kStages stages of (K, V); + 1 KiB to align to the swizzle atom */
-    static constexpr size_t kSmem = (size_t)(1 + 2 * kStages) * kTileBytes + 1024;
+    /* the Q tile, then kStages stages of (K, V), then 1 KiB of ones (the row sums' B operand); +
+     * 1 KiB to align to the swizzle atom */
+    static constexpr size_t kSmem = (size_t)(1 + 2 * kStages) * kTileBytes + 2048;
     static_assert(HD == 32 || HD == 64, "head dim 32 or 64");
 };
 
@@ -74,6 +85,32 @@ template <int HD> struct AttnCfg {
 template <int HD> __device__ __forceinline__ uint32_t swz(int r, int c) {
     const int x = HD == 64 ? (r & 7) : ((r >> 1) & 3);
     return (uint32_t)r * (HD * 2) + ((uint32_t)(c ^ x) << 4);
+}
+
+/* the larger of two pairs of 16-bit values of type D, per half */
+template <kern_dtype_t D> __device__ __forceinline__ uint32_t max16x2(uint32_t a, uint32_t b) {
+    uint32_t r;
+    if constexpr (D == KERN_DTYPE_F16)
+        asm("max.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    else
+        asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+/* some half of a pair of 16-bit values of type D above 2^kern::kAttnLazy (+inf included) */
+template <kern_dtype_t D> __device__ __forceinline__ bool above_lazy16x2(uint32_t a) {
+    static_assert(kern::kAttnLazy == 8.f, "the constants are 2^8");
+    uint32_t r;
+    if constexpr (D == KERN_DTYPE_F16)
+        asm("{\n .reg .pred p, q;\n setp.gt.f16x2 p|q, %1, %2;\n or.pred p, p, q;\n"
+            " selp.u32 %0, 1, 0, p;\n}"
+            : "=r"(r)
+            : "r"(a), "r"(0x5c005c00u));
+    else
+        asm("{\n .reg .pred p, q;\n setp.gt.bf16x2 p|q, %1, %2;\n or.pred p, p, q;\n"
+            " selp.u32 %0, 1, 0, p;\n}"
+            : "=r"(r)
+            : "r"(a), "r"(0x43804380u));
+    return r != 0u;
 }
 
 /* rows [r0, r0 + 64) of src (leading dimension ld, HD columns) into the swizzled tile at dst by
@@ -183,6 +220,15 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
     const bool wshared =
         __all_sync(0xffffffffu, lo[0] == lo0 && hi[0] == hi0 && lo[1] == lo0 && hi[1] == hi0);
     auto stage_k = [&](int j) { return skv + (uint32_t)(j % kStages) * 2 * C::kTileBytes; };
+    /* the operands' descriptors at stage 0; a stage or k16 step adds its bytes / 16 to the start
+     * address field (shared addresses stay below 2^18, so it never carries out) */
+    const uint32_t sones = skv + 2 * kStages * C::kTileBytes;
+    const uint64_t qdesc = kern::wgmma_desc(sq, C::kMode, 16, C::kGroup),
+                   kdesc = kern::wgmma_desc(skv, C::kMode, 16, C::kGroup),
+                   vdesc = kern::wgmma_desc(skv + C::kTileBytes, C::kMode, C::kGroup, C::kGroup),
+                   onesdesc = kern::wgmma_desc(sones, 0, 128, 256); /* any layout reads ones */
+    auto desc_at = [](uint64_t d, uint32_t bytes) { return d + (uint64_t)(bytes >> 4); };
+    auto stage_off = [](int j) { return (uint32_t)(j % kStages) * 2 * C::kTileBytes; };
     /* K/V blocks by TMA from thread 0 (rows past max_tokens read as zeros; rows in [n_tokens,
      * max_tokens) are loaded and then masked, V's zeroed by block_wait), completing on full[] */
     auto load_kv = [&](int j) {
@@ -211,8 +257,8 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
     auto issue_qk = [&](int j, float(&s)[kBN / 2], uint64_t(&desc)[HD / 16][2]) {
 #pragma unroll
         for (int kk = 0; kk < HD / 16; kk++) {
-            desc[kk][0] = kern::wgmma_desc(sq + kk * 32, C::kMode, 16, C::kGroup);
-            desc[kk][1] = kern::wgmma_desc(stage_k(j) + kk * 32, C::kMode, 16, C::kGroup);
+            desc[kk][0] = desc_at(qdesc, kk * 32);
+            desc[kk][1] = desc_at(kdesc, stage_off(j) + kk * 32);
         }
         kern::wg_fence();
 #pragma unroll
@@ -245,10 +291,22 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
 #pragma unroll
     for (int i = 0; i < HD / 2; i++)
         o[i] = 0.f;
-    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+    /* the rows' reference maxima (scaled, base 2), their negation (0 while -inf) and their sums
+     * of P, from the tensor cores as P x ones (lsum[2 i] is row i's; all four columns agree) */
+    float m_run[2] = {-INFINITY, -INFINITY}, negm[2] = {0.f, 0.f}, lsum[4] = {0.f, 0.f, 0.f, 0.f};
+    /* each row's first key block, where the exact path sets its reference (-1: no live row) */
+    int32_t jfirst[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+        jfirst[i] = lo[i] < hi[i] ? (lo[i] - kbeg) / kBN : -1;
 
-    /* Online softmax of block j's scores s (complete): masks, updates the running max and sum,
-     * returns O's rescale factors in alpha and P as A fragments of type D (16 keys each) in pa. */
+    /* Online softmax of block j's scores s (complete): masks, moves the reference max where it
+     * must, returns O's (and the sums') rescale factors in alpha and P as A fragments of type D
+     * (16 keys each) in pa. The sums are P x ones on the tensor cores (in step), so only the
+     * exponentials are computed here. Fast path, where no row of the warp is at its first key
+     * block: P against the current references, and only if some P passes 2^kAttnLazy (a packed
+     * maximum of the 16-bit P, not a row maximum of the scores) the exact path runs: row maxima
+     * of the scores, new references, P again. Both paths compute P by the same formula. */
     auto softmax = [&](int j, float(&s)[kBN / 2], float(&alpha)[2], bool &rescale,
                        uint32_t(&pa)[kBN / 16][4]) {
         const int32_t kb = kbeg + j * kBN;
@@ -292,7 +350,23 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
                                 s[4 * g + 2 * i + e] = -INFINITY;
                 }
         }
-        float muse[2], mb[2];
+        if (!__any_sync(0xffffffffu, j == jfirst[0] || j == jfirst[1])) {
+            uint32_t mx = 0u;
+#pragma unroll
+            for (int kk = 0; kk < kBN / 16; kk++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    const int i0 = 8 * kk + 2 * r, row = r & 1;
+                    pa[kk][r] = kern::pack16<D>(kern::ex2(fmaf(s[i0], scale_log2, negm[row])),
+                                                kern::ex2(fmaf(s[i0 + 1], scale_log2, negm[row])));
+                    mx = kk == 0 && r == 0 ? pa[0][0] : max16x2<D>(mx, pa[kk][r]);
+                }
+            if (!__any_sync(0xffffffffu, above_lazy16x2<D>(mx))) {
+                rescale = false;
+                return;
+            }
+        }
+        float mb[2];
         bool grow = false;
 #pragma unroll
         for (int i = 0; i < 2; i++) {
@@ -320,21 +394,16 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
                 const float mnew = fmaxf(m_run[i], mb[i]);
                 alpha[i] = kern::ex2(m_run[i] - (mnew == -INFINITY ? 0.f : mnew)); /* -inf: 0 */
                 m_run[i] = mnew;
-                l_run[i] *= alpha[i];
+                negm[i] = mnew == -INFINITY ? 0.f : -mnew;
             }
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-            muse[i] = m_run[i] == -INFINITY ? 0.f : m_run[i];
             /* p = 2^(s scale log2(e) - m) */
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; kk++)
 #pragma unroll
             for (int r = 0; r < 4; r++) {
                 const int i0 = 8 * kk + 2 * r, row = r & 1;
-                const float p0 = kern::ex2(fmaf(s[i0], scale_log2, -muse[row]));
-                const float p1 = kern::ex2(fmaf(s[i0 + 1], scale_log2, -muse[row]));
-                l_run[row] += p0 + p1;
-                pa[kk][r] = kern::pack16<D>(p0, p1);
+                pa[kk][r] = kern::pack16<D>(kern::ex2(fmaf(s[i0], scale_log2, negm[row])),
+                                            kern::ex2(fmaf(s[i0 + 1], scale_log2, negm[row])));
             }
     };
 
@@ -352,20 +421,24 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
             block_wait(j + 1);
             issue_qk(j + 1, s_next, desc);
         }
-        if (resc) /* warp-uniform */
+        if (resc) { /* warp-uniform */
 #pragma unroll
             for (int g = 0; g < HD / 8; g++)
 #pragma unroll
                 for (int i = 0; i < 2; i++)
                     o[4 * g + 2 * i] *= alpha[i], o[4 * g + 2 * i + 1] *= alpha[i];
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                lsum[c] *= alpha[c / 2];
+        }
         kern::wg_fence();
-        const uint32_t vs = stage_k(j) + C::kTileBytes;
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; kk++)
-            kern::wgmma_rs<HD, 1, D>(o, pa[kk],
-                                     kern::wgmma_desc(vs + (uint32_t)kk * 16 * C::kRowBytes,
-                                                      C::kMode, C::kGroup, C::kGroup),
-                                     1);
+            kern::wgmma_rs<HD, 1, D>(
+                o, pa[kk], desc_at(vdesc, stage_off(j) + (uint32_t)kk * 16 * C::kRowBytes), 1);
+#pragma unroll
+        for (int kk = 0; kk < kBN / 16; kk++)
+            kern::wgmma_rs<8, 0, D>(lsum, pa[kk], onesdesc, 1);
         kern::wg_commit();
         if constexpr (more) {
             kern::wg_wait<1>(); /* S_{j+1} done; PV_j may still run */
@@ -375,6 +448,7 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         }
         kern::wg_wait<0>();
         kern::acc_fence(o);
+        kern::acc_fence(lsum);
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; kk++)
             kern::acc_fence(pa[kk]);
@@ -386,7 +460,13 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
     float s[kBN / 2], alpha_a[2], alpha_b[2];
     bool resc_a, resc_b;
     uint32_t pa_a[kBN / 16][4], pa_b[kBN / 16][4]; /* P of even / odd blocks */
-    kern::cp_async_wait<0>(); /* Q, visible to the wgmmas (async proxy) of every thread */
+    { /* the ones the row sums multiply P by: 8 bytes a thread */
+        const uint32_t one2 = D == KERN_DTYPE_F16 ? 0x3c003c00u : 0x3f803f80u;
+        asm volatile("st.shared.v2.u32 [%0], {%1, %1};\n" ::"r"(sones + 8u * (uint32_t)tid),
+                     "r"(one2)
+                     : "memory");
+    }
+    kern::cp_async_wait<0>(); /* Q and the ones, visible to the wgmmas (async proxy) */
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
     block_wait(0);
@@ -415,9 +495,7 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
 
 #pragma unroll
     for (int i = 0; i < 2; i++) {
-        float l = l_run[i];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const float l = lsum[2 * i];
         const int32_t r = q0 + 16 * warp + lane / 4 + 8 * i;
         if (r >= r_end || lo[i] >= hi[i])
             continue;

@@ -123,6 +123,8 @@ EMBER_WGMMA_SS(64, EMBER_R32, "%32", "%33", "%34", "%35", EMBER_ACC32)
 EMBER_WGMMA_SS(128, EMBER_R64, "%64", "%65", "%66", "%67", EMBER_ACC64)
 EMBER_WGMMA_SS(192, EMBER_R96, "%96", "%97", "%98", "%99", EMBER_ACC96)
 EMBER_WGMMA_SS(256, EMBER_R128, "%128", "%129", "%130", "%131", EMBER_ACC128)
+EMBER_WGMMA_RS(8, "%0, %1, %2, %3", "{%4, %5, %6, %7}", "%8", "%9", "%10", "+f"(d[0]), "+f"(d[1]),
+               "+f"(d[2]), "+f"(d[3]))
 EMBER_WGMMA_RS(32, EMBER_R16, "{%16, %17, %18, %19}", "%20", "%21", "%22", EMBER_ACC16)
 EMBER_WGMMA_RS(64, EMBER_R32, "{%32, %33, %34, %35}", "%36", "%37", "%38", EMBER_ACC32)
 #undef EMBER_WGMMA_SS
@@ -154,7 +156,9 @@ __device__ __forceinline__ void wgmma_ss(float *d, uint64_t a, uint64_t b, int s
 }
 template <int N, int TB, kern_dtype_t D = KERN_DTYPE_BF16>
 __device__ __forceinline__ void wgmma_rs(float *d, const uint32_t *a, uint64_t b, int scale_d) {
-    if constexpr (N == 32)
+    if constexpr (N == 8)
+        wgmma_rs8<TB, D>(d, a, b, scale_d);
+    else if constexpr (N == 32)
         wgmma_rs32<TB, D>(d, a, b, scale_d);
     else
         wgmma_rs64<TB, D>(d, a, b, scale_d);
