@@ -44,7 +44,9 @@
  * instruction, issue slots 46-53%: latency-bound; more warps per SM (2 warp groups sharing K/V,
  * FlashAttention-3) is the next step. Measured slower (session 32, docs/benchmarks.md thirty-first
  * round): 5 CTAs per SM at head dim 32 (96 registers, and ptxas then serialises the wgmmas,
- * C7512) and a table tile's first K/V loads issued before its Q tile and n_tokens are read.
+ * C7512), a table tile's first K/V loads issued before its Q tile and n_tokens are read, and a
+ * persistent form (CTAs taking tiles in turn, the next tile's loads issued by thread 0 from
+ * within the steps: +14-21%; docs/results/2026-12-04-h200-session32/persistent.patch).
  *
  * Types: q, k, v, out and the wgmma operands (Q, K, V, P) are all bf16 or all IEEE binary16 (the
  * template parameter D, kern_dtype_t; one body for both); the accumulators and the online softmax
