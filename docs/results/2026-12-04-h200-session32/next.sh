@@ -9,7 +9,7 @@
 #     registers) whose warp w feeds consumer group w's stream of (tile, head) items (its Q tiles
 #     and K/V ring run ahead across items, so an item after the first starts with its loads in
 #     place), the consumers' steps those of main's kernel; W4 = 4 consumer groups at 120
-#     registers (ptxas: 140 bytes of spill stores), W3 = 3 at 160 (no spill, 12 consumer warps an
+#     registers (ptxas: 140 bytes of spill stores, some inside the step loop), W3 = 3 at 160 (no spill, 12 consumer warps an
 #     SM). Both with the test. The table path only (buckets >= 8192 tokens): MiniLM's ragged case
 #     and the 16384 kernel rows; head dim 64 (BERT-base) keeps main's kernel.
 # Build (dev box): /tmp/buildws.sh of session 32, i.e. in build-next/bin0 (git worktree add
