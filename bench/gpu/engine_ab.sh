@@ -12,11 +12,12 @@
 #   bench_engine_cuda; DEVICE_OPTIONS follow "cuda:0," (e.g. fold_max=512).
 #   e.g. bench/gpu/engine_ab.sh $OUT/ab.txt /tmp/m b1_128,ragged 3 A=.gpucarry/bin0 B=.gpucarry/binB
 # Environment: AB_MODELS (default "minilm bert-base"), AB_ITERS (default 400).
+# bench/gpu/ab_table.py OUT [OUT...] turns OUT (several runs' pooled) into the table to read.
 # Each variant's round 0 tunes its own GEMMs, and two tunings of the same code differ by ~1.5% on
 # the ragged pass (session 31): for builds with the same GEMM configurations, fill the caches
 # from one tuning first (variant_steps.sh shared_tuning), so the A/B compares kernels.
 set -uo pipefail
-[ $# -ge 5 ] || { sed -n '2,17p' "$0"; exit 2; }
+[ $# -ge 5 ] || { sed -n '2,18p' "$0"; exit 2; }
 out=$1 models=$2 cases=$3 rounds=$4
 shift 4
 [ -d "$models/minilm" ] || python3 bench/gpu/make_random_models.py "$models" >/dev/null 2>&1

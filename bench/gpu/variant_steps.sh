@@ -16,6 +16,8 @@
 #                               engine_ab.sh A/B of builds with the same GEMM configurations
 #                               compares kernels, not two tunings
 #   ab_summary FILE             engine_ab.sh's output, one line per case (wall and GPU medians)
+#   ab_table RAW...             engine_ab.sh's raw OUT files as one table: each label's wall
+#                               range and median over the rounds, against the first label's
 #   variant_finish NAME         $OUT/NAME.tar of $R without its JSON, $R removed
 variant_setup() {
     C=$PWD/.gpucarry R=$OUT/$1
@@ -60,6 +62,9 @@ shared_tuning() {
             cuda:0 "$cases" 20 spin=5000 >"$R/tune_$m.txt" 2>&1
         for v in "$@"; do cp "/tmp/tc_$m" "/tmp/engine_ab_tc_${m}_$v"; done
     done
+}
+ab_table() {
+    python3 bench/gpu/ab_table.py "$@"
 }
 ab_summary() {
     grep -E "==|wall" "$1" | sed -E 's/profile \/tmp\/m\///; s/ p99.*GPU median/ GPU/; s/, submit.*//; s/ \(2 chunks.*//'

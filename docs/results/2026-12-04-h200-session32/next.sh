@@ -33,5 +33,6 @@ if [ $ok = 1 ]; then
     AB_MODELS=minilm AB_ITERS=200 bash bench/gpu/engine_ab.sh "$R/ab.txt" /tmp/m 8192,ragged 3 \
         NT="$C/binNT" W4="$C/binW4" W3="$C/binW3" > "$R/ab_summary.txt" 2>&1
     ab_summary "$R/ab_summary.txt"
+    ab_table "$R/ab.txt" | tee "$R/ab_table.md"
 fi
 variant_finish next33
