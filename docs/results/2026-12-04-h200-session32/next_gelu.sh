@@ -19,7 +19,8 @@
 . bench/gpu/variant_steps.sh
 variant_setup next33g
 kernel_tests G 400 bias_gelu linear linear_fold || { variant_finish next33g; exit 1; }
-(time timeout 300 "$C/binG/engine_cuda") > "$R/engine_G.log" 2>&1
+(export EMBER_TEST_MODEL_DIR=/tmp/m/minilm EMBER_SOURCE_DIR=$PWD EMBER_TEST_DATA_DIR=/tmp
+    time timeout 300 "$C/binG/engine_cuda") > "$R/engine_G.log" 2>&1
 echo "== engine_cuda G rc $?"
 grep -E "passed|failed|CHECK" "$R/engine_G.log" | tail -3
 gemms_bench "4096,16384 dtype=f16 gemm=ffn1+gelu" NT G
