@@ -302,13 +302,21 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
     for (int i = 0; i < 2; i++)
         jfirst[i] = lo[i] < hi[i] ? (lo[i] - kbeg) / kBN : -1;
 
+    /* P of the two scores of A fragment register r of k16 slice kk (s[4 g + 2 i + e]: row i, key
+     * 8 g + 2 c4 + e), 2^(s scale log2(e) - m) against the row's reference, packed as type D; the
+     * fast and the exact path both compute P by it */
+    auto p_pair = [&](const float(&s)[kBN / 2], int kk, int r) {
+        const int i0 = 8 * kk + 2 * r, row = r & 1;
+        return kern::pack16<D>(kern::ex2(fmaf(s[i0], scale_log2, negm[row])),
+                               kern::ex2(fmaf(s[i0 + 1], scale_log2, negm[row])));
+    };
     /* Online softmax of block j's scores s (complete): masks, moves the reference max where it
      * must, returns O's (and the sums') rescale factors in alpha and P as A fragments of type D
      * (16 keys each) in pa. The sums are P x ones on the tensor cores (in step), so only the
      * exponentials are computed here. Fast path, where no row of the warp is at its first key
      * block: P against the current references, and only if some P passes 2^kAttnLazy (a packed
      * maximum of the 16-bit P, not a row maximum of the scores) the exact path runs: row maxima
-     * of the scores, new references, P again. Both paths compute P by the same formula. */
+     * of the scores, new references, P again (both by p_pair). */
     auto softmax = [&](int j, float(&s)[kBN / 2], float(&alpha)[2], bool &rescale,
                        uint32_t(&pa)[kBN / 16][4]) {
         const int32_t kb = kbeg + j * kBN;
@@ -358,9 +366,7 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
             for (int kk = 0; kk < kBN / 16; kk++)
 #pragma unroll
                 for (int r = 0; r < 4; r++) {
-                    const int i0 = 8 * kk + 2 * r, row = r & 1;
-                    pa[kk][r] = kern::pack16<D>(kern::ex2(fmaf(s[i0], scale_log2, negm[row])),
-                                                kern::ex2(fmaf(s[i0 + 1], scale_log2, negm[row])));
+                    pa[kk][r] = p_pair(s, kk, r);
                     mx = kk == 0 && r == 0 ? pa[0][0] : max16x2<D>(mx, pa[kk][r]);
                 }
             if (!__any_sync(0xffffffffu, above_lazy16x2<D>(mx))) {
@@ -398,15 +404,11 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
                 m_run[i] = mnew;
                 negm[i] = mnew == -INFINITY ? 0.f : -mnew;
             }
-            /* p = 2^(s scale log2(e) - m) */
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; kk++)
 #pragma unroll
-            for (int r = 0; r < 4; r++) {
-                const int i0 = 8 * kk + 2 * r, row = r & 1;
-                pa[kk][r] = kern::pack16<D>(kern::ex2(fmaf(s[i0], scale_log2, negm[row])),
-                                            kern::ex2(fmaf(s[i0 + 1], scale_log2, negm[row])));
-            }
+            for (int r = 0; r < 4; r++)
+                pa[kk][r] = p_pair(s, kk, r);
     };
 
     /* Block j (its softmax done: alpha, pa): S_{j+1} issued into s_next, O rescaled and PV_j
