@@ -1294,6 +1294,51 @@ static void test_attention_dt(kern_dtype_t dtype) {
             cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
             cudaFree(dtt);
         }
+        /* a larger ragged batch: ~3000 tokens in 30 sequences of 1 to 300 tokens, half of them
+         * under 41 (with a table, packed into shared tiles), 16 heads (960 (tile, head) items),
+         * GQA, both head dims, causal or not */
+        for (int hd_i = 0; hd_i < 2; hd_i++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int32_t hd = hd_i ? 64 : 32, nh = 16, nkv = 8, T = 3072;
+                const kern_attention_params_t p = {nh, nkv, hd, 1.0f / sqrtf((float)hd),
+                                                   causal != 0};
+                int32_t cu[64], ns = 0;
+                cu[0] = 0;
+                for (uint32_t x = 7; ns < 63; ns++) { /* 1..300 or 1..40, a fixed sequence */
+                    x = x * 1103515245u + 12345u;
+                    const int32_t len = 1 + (int32_t)((x >> 16) % ((x & 0x400u) ? 300u : 40u));
+                    if (cu[ns] + len > 3000)
+                        break;
+                    cu[ns + 1] = cu[ns] + len;
+                }
+                const int32_t n = cu[ns];
+                const int64_t ld = (int64_t)(nh + 2 * nkv) * hd;
+                float *qkv = s_rand_16((size_t)T * ld, -2, 2, dtype);
+                for (size_t i = (size_t)n * ld; i < (size_t)T * ld; i++)
+                    qkv[i] = NAN;
+                float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
+                float *scratch =
+                    malloc(kern_attention_ref_scratch_floats(&p, 512) * sizeof *scratch);
+                kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld,
+                                   qkv + (nh + nkv) * hd, ld, cu, ns, 0, 1, scratch);
+                uint16_t *dqkv = s_up_16(qkv, (size_t)T * ld, h16);
+                uint16_t *dout = s_dev((size_t)T * nh * hd * 2);
+                int32_t *ts = s_tok_seq(cu, ns, T);
+                int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, (ns + 1) * 4), *dn = s_up(&n, 4);
+                int32_t *dtt = with_tiles ? s_up_tiles(cu, ns, T) : NULL;
+                com_error_t err = {0};
+                CHECK(kern_attention_cuda_kernel(kernel, &p, dtype, dout, nh * hd, dqkv, ld,
+                                                 dqkv + nh * hd, ld, dqkv + (nh + nkv) * hd, ld,
+                                                 dcu, dts, dn, dtt, T, g_st, &err) == 0);
+                float *got = s_down_16(dout, (size_t)T * nh * hd, h16);
+                char what[96];
+                snprintf(what, sizeof what, "attention kernel %s %s %d ragged hd %d causal %d",
+                         kernel_name[ki], dn16, (int)n, (int)hd, causal);
+                s_cmp(what, got, ref, (size_t)n * nh * hd, atol, rtol);
+                free(got), free(qkv), free(ref), free(scratch), free(ts);
+                cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+                cudaFree(dtt);
+            }
         printf("attention: kernel %s %s checked\n", kernel_name[ki], dn16);
     }
     {
