@@ -2,8 +2,8 @@
  * (contract in bias_gelu.h; plain-C reference kern_bias_gelu_ref beside it).
  *
  * Algorithm: element-wise: z = x + b in fp32; x = GELU(z) by kern::gelu_pair<D> on column pairs
- * (fp32 math for bf16, binary16 arithmetic for binary16: the GEMM epilogues' own GELU, so both
- * give the same bits for the same z; error bounds in kern_cuda_dev.cuh), rounded once to the 16-bit
+ * (fp32 math through tanh: the GEMM epilogues' own GELU, so both give the same bits for the same
+ * z; error bounds in kern_cuda_dev.cuh), rounded once to the 16-bit
  * type (dtype: x and b alike; the template parameter D of the kernel). 2-D grid, 32-bit index math:
  * a 64 x 4 thread block covers 64 column vectors of VEC elements x 16 rows; a thread keeps its
  * column's bias in registers and handles rows r, r + 4, r + 8, r + 12 with all four loads issued

@@ -16,7 +16,7 @@ void kern_bias_gelu_ref(float *x,       /* [n, dim], host, fp32, in place */
 #ifdef EMBER_HAVE_CUDA
 /* CUDA (bias_gelu.cu): x = GELU_erf(x + b) in place on 16-bit values of type dtype (x and b:
  * bf16 or binary16; the result rounded to it once), the GEMM epilogues' GELU (kern::gelu_pair:
- * fp32 math for bf16, binary16 arithmetic for binary16, error bounds in kern_cuda_dev.cuh), rows
+ * fp32 math through tanh, error bounds in kern_cuda_dev.cuh), rows
  * t < *n_rows (all n_max rows when n_rows is NULL); later rows untouched. Launch
  * configurations: 8-wide vector path (dim % 8 == 0) and scalar path. Returns 0, COM_EINVAL or
  * COM_EINTERNAL. Enqueued on stream. */

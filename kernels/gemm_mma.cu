@@ -1,8 +1,8 @@
 /* kernels/gemm_mma.cu — our own tensor-core GEMM for the dense layers (contract in gemm_mma.h,
  * used by linear.cu as candidates of a kern_linear plan beside cuBLASLt's algorithms):
  * y[n, out] = epi(x[n, in] W[out, in]^T + b), 16-bit in, fp32 accumulation, the epilogue (none,
- * + bias, + bias then exact erf GELU, kern::gelu_pair) applied in fp32 (the GELU of binary16 in
- * binary16 arithmetic, kern::gelu_erf_h2) and rounded once to 16 bits.
+ * + bias, + bias then exact erf GELU, kern::gelu_pair) applied in fp32 and rounded once to 16
+ * bits.
  * The 16-bit type (kern_dtype_t: bf16 or binary16, for x, w, b and y alike) is a template
  * parameter D: mma.sync of that type, the same tiles; each configuration exists for both.
  *

@@ -2,7 +2,7 @@
  * by linear.cu as candidates beside cuBLASLt's algorithms and gemm_mma.cu's):
  * y[n, out] = epi(x[n, in] W[out, in]^T + b), 16-bit in, fp32 accumulation, the epilogue (none,
  * + bias, + bias then exact erf GELU, kern::gelu_pair) applied to the fp32 accumulators and
- * rounded once to 16 bits (the GELU of binary16 in binary16 arithmetic, kern::gelu_erf_h2). Built
+ * rounded once to 16 bits (a binary16 pair packed by kern::gelu_erf_h2_of_half). Built
  * for sm_90a only (wgmma and the tensor-memory accelerator). The 16-bit type of x, w, b and y
  * (kern_dtype_t: bf16 or binary16) is a template parameter D: wgmma .bf16 or .f16, tensor maps of
  * that type, the epilogue's conversions; every configuration exists for both (same tiles, same
@@ -662,25 +662,29 @@ gemm_body(const CUtensorMap *tx, const CUtensorMap *tw, const CUtensorMap *ty,
                         return cl + g * 8 < N ? kern::to_f32<D>(b[cl + g * 8 + e]) : 0.f;
                     };
                     auto groups = [&](auto gelu_c) {
-                        float b0 = bias(0, 0), b1 = bias(0, 1);
+                        /* binary16 GELU: the bias halved, z / 2 by one FFMA */
+                        constexpr bool kHalf = decltype(gelu_c)::value && D == KERN_DTYPE_F16;
+                        const float bs = kHalf ? 0.5f : 1.f;
+                        float b0 = bs * bias(0, 0), b1 = bs * bias(0, 1);
 #pragma unroll
                         for (int g = 0; g < BN / 8; g++) {
                             float n0 = 0.f, n1 = 0.f;
                             if (g + 1 < BN / 8)
-                                n0 = bias(g + 1, 0), n1 = bias(g + 1, 1);
+                                n0 = bs * bias(g + 1, 0), n1 = bs * bias(g + 1, 1);
                             if (col0 + g * 8 < N) /* warp-uniform: past N the tile is clipped */
 #pragma unroll
                                 for (int mi = 0; mi < MI; mi++)
 #pragma unroll
                                     for (int h = 0; h < 2; h++) {
                                         float *p = d + mi * (BN / 2) + 4 * g + 2 * h;
-                                        p[0] += b0, p[1] += b1;
-                                        if constexpr (decltype(gelu_c)::value &&
-                                                      D == KERN_DTYPE_F16)
-                                            /* the packed result, staged as it is below */
-                                            p[0] = __uint_as_float(kern::gelu_erf_h2(p[0], p[1]));
-                                        else if constexpr (decltype(gelu_c)::value)
-                                            kern::gelu_pair<D>(p[0], p[1]);
+                                        if constexpr (kHalf) /* packed, staged as it is below */
+                                            p[0] = __uint_as_float(kern::gelu_erf_h2_of_half(
+                                                fmaf(p[0], 0.5f, b0), fmaf(p[1], 0.5f, b1)));
+                                        else {
+                                            p[0] += b0, p[1] += b1;
+                                            if constexpr (decltype(gelu_c)::value)
+                                                kern::gelu_pair<D>(p[0], p[1]);
+                                        }
                                     }
                             b0 = n0, b1 = n1;
                         }

@@ -61,70 +61,37 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     return *reinterpret_cast<uint32_t *>(&v);
 }
 
-/* GELU, exact form: 0.5 z (1 + erf(z / sqrt 2)), fp32. Shared by the bias + GELU kernel and
- * the GEMM epilogues that fuse it, so both round the same value. Branch-free, no erff (whose
- * selects and branch cost ~25 instructions): with c = 0.5 erfc(|z| / sqrt 2) = Phi(-|z|),
- * GELU(z) = max(z, 0) - |z| c for either sign (z (1 - c) for z > 0, z c otherwise: no
- * cancellation for z < 0; one FFMA and a max, 13 instructions a value where a compare and a
- * select made 14: the FFN-up epilogue is issue-bound), and erfc by
- * Abramowitz & Stegun 7.1.26 (erfc(x) = t P(t) exp(-x^2), t = 1 / (1 + p x), |error| <= 1.5e-7)
- * with 0.5 and 1/sqrt 2 folded into the constants; rcp and ex2 are the MUFU approximations
- * (relative error <= 2^-23 and 2^-22). Bound, from an fp32 emulation over z in [-12, 12] with
- * those MUFU errors at either extreme: |GELU_f32(z) - GELU(z)| <= 2.5e-7 max(1, |z|) (the output
- * is rounded to bf16, 4e-3 relative). z = +-inf gives NaN (inf * 0), as erff did for -inf. */
+/* GELU, the exact (erf) form 0.5 z (1 + erf(z / sqrt 2)), in fp32 through tanh: GELU(z) ~
+ * h (1 + tanh(h (c1 + c2 h^2))) with h = z / 2 and c1, c2 a minimax fit to the erf form (error
+ * 1.29e-4 max(1, |z|); the usual tanh constants give 1.79e-4), tanh by the MUFU approximation.
+ * Shared by the bias + GELU kernel and the GEMM epilogues that fuse it, so both round the same
+ * value. 6 instructions a value, 5 where an epilogue folds the halving into its bias add (the erf
+ * form by A&S 7.1.26 took 13, the packed binary16 form through ex2 ~8: the FFN-up epilogue is
+ * issue-bound). Bound, from an emulation over z in [-12, 12] with
+ * tanh's error at either extreme of 2^-11 and the result rounded to binary16: |GELU(z) -
+ * GELU_exact(z)| <= 7.5e-4 max(1, |z|) (rounding the exact value gives 4.9e-4; 3.7e-4 before
+ * rounding), 5.05e-4 measured; bf16's rounding (up to 2^-8 relative) dominates its bound. Large
+ * negative z give tanh's -1, so h - h = 0; +inf gives +inf, -inf NaN (inf - inf), NaN stays NaN.
+ * (The same form in binary16, tanh.approx.f16x2, ~10 instructions a pair, failed the binary16 test
+ * on the H200: z = 2.05 off by 2.7e-3.) */
+__device__ __forceinline__ float gelu_erf_of_half(float h) { /* h = z / 2 */
+    float t;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(h * fmaf(h * h, 0.281172126f, 1.59834111f)));
+    return fmaf(h, t, h);
+}
 __device__ __forceinline__ float gelu_erf(float z) {
-    const float a = fabsf(z);
-    float t, e;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(fmaf(0.231641889f, a, 1.0f)));
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(z * -0.721347520f * z));
-    float q = 0.5307027145f; /* A&S coefficients a5..a1, halved */
-    q = fmaf(q, t, -0.7265760135f);
-    q = fmaf(q, t, 0.7107068705f);
-    q = fmaf(q, t, -0.1422483680f);
-    q = fmaf(q, t, 0.1274147960f);
-    return fmaf(-(a * e), q * t, fmaxf(z, 0.f)); /* c = q t e */
+    return gelu_erf_of_half(0.5f * z);
 }
 
-/* Packed binary16 pairs (lo in the low half) by PTX: HFMA2 / HMUL2 / HMNMX2 take the constants
- * as immediates, which the cuda_fp16 conversions would not fold. */
-__device__ __forceinline__ uint32_t h2_fma(uint32_t a, uint32_t b, uint32_t c) {
+/* GELU of a pair given as halves (h = z / 2), rounded to binary16 (lo in the low half), for
+ * the epilogues that pack the pair anyway and can fold the halving into their bias add:
+ * gelu_erf's bits. */
+__device__ __forceinline__ uint32_t gelu_erf_h2_of_half(float h0, float h1) {
     uint32_t r;
-    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    asm("cvt.rn.f16x2.f32 %0, %2, %1;"
+        : "=r"(r)
+        : "f"(gelu_erf_of_half(h0)), "f"(gelu_erf_of_half(h1)));
     return r;
-}
-__device__ __forceinline__ uint32_t h2_mul(uint32_t a, uint32_t b) {
-    uint32_t r;
-    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-
-/* GELU of a pair, binary16 arithmetic, the result rounded to binary16 (lo in the low half): what
- * the binary16 paths run, at half gelu_erf's instructions (~7 a value: the FFN-up's epilogue is
- * issue-bound, twenty-fourth round). Same form as gelu_erf, GELU(z) = max(z, 0) + a e p(a) with
- * a = min(|z|, 4.5) and e = 2^(-a^2 log2(e) / 2), so a e p(a) = -a Phi(-a): p is a degree-5
- * least-squares fit (weighted by a e) of -Phi(-a) / e on [0, 4.5] (beyond it |a Phi(-a)| < 2e-5:
- * the clamp keeps a^2 finite, no inf * 0). Bound, from a binary16 emulation of these operations
- * over z in [-12, 12] with ex2's error at either extreme of its 2^-9.9 (the pack of z into binary16
- * included): |GELU_h2(z) - GELU(z)| <= 1.04e-3 max(1, |z|), rms 2.4e-4 over z ~ N(-0.5, 1.5)
- * where rounding the exact value to binary16 gives 4.9e-4 and 1.6e-4; tests/test_kernels_cuda.c
- * checks 1.25e-3 over every binary16 z and a million between them. Every z < -4.5 gives the
- * clamp's value, about GELU(-4.5) = -1.5e-5; z beyond binary16's range packs to +-inf (+inf gives
- * +inf); NaN stays NaN (max.NaN). */
-__device__ __forceinline__ uint32_t gelu_erf_h2(float z0, float z1) {
-    uint32_t z, a, e, m;
-    asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(z) : "f"(z0), "f"(z1));
-    asm("abs.f16x2 %0, %1;" : "=r"(a) : "r"(z));
-    asm("min.f16x2 %0, %1, %2;" : "=r"(a) : "r"(a), "r"(0x44804480u)); /* 4.5 */
-    const uint32_t s = h2_mul(h2_mul(a, 0xb9c5b9c5u), a);              /* -a^2 log2(e) / 2 */
-    asm("ex2.approx.f16x2 %0, %1;" : "=r"(e) : "r"(s));
-    uint32_t p = 0x15561556u; /* p's coefficients, degree 5 down to 0, as binary16 */
-    p = h2_fma(p, a, 0xa3e0a3e0u);
-    p = h2_fma(p, a, 0x2cd52cd5u);
-    p = h2_fma(p, a, 0xb2b9b2b9u);
-    p = h2_fma(p, a, 0x362c362cu);
-    p = h2_fma(p, a, 0xb7fab7fau);
-    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(m) : "r"(z), "r"(0u));
-    return h2_fma(h2_mul(a, e), p, m);
 }
 
 /* VEC consecutive bf16 from p (16-byte aligned when VEC == 8) into f[]. */
@@ -226,11 +193,11 @@ template <kern_dtype_t D> __device__ __forceinline__ uint32_t pack16(float lo, f
 }
 
 /* GELU in place on a column pair of 16-bit type D, rounded as that type will round it: binary16
- * through gelu_erf_h2 (unpacked: packing the result again gives its bits back), bf16 through
- * gelu_erf. Where a binary16 epilogue packs the pair anyway it calls gelu_erf_h2 itself. */
+ * packed (unpacked again: packing the result again gives its bits back), bf16 through
+ * gelu_erf. Where a binary16 epilogue packs the pair anyway it calls gelu_erf_h2_of_half. */
 template <kern_dtype_t D> __device__ __forceinline__ void gelu_pair(float &v0, float &v1) {
     if constexpr (D == KERN_DTYPE_F16) {
-        const uint32_t h = gelu_erf_h2(v0, v1);
+        const uint32_t h = gelu_erf_h2_of_half(0.5f * v0, 0.5f * v1);
         v0 = to_f32<D>((uint16_t)(h & 0xffffu));
         v1 = to_f32<D>((uint16_t)(h >> 16));
     } else {

@@ -984,14 +984,14 @@ static void test_bias_gelu_dt(kern_dtype_t dt) {
 /* The GELU's own bound (kern_cuda_dev.cuh), against erf in double: every 16-bit pattern of dt as
  * x with no bias (the two scalar-path columns included: dim 1030), then 2^20 draws x in
  * [-12, 12] plus a bias in [-1, 1], z = x + b in fp32 as the kernel adds it (between the 16-bit
- * values). |GELU(z) - GELU_exact(z)| <= tol max(1, |z|), tol 1.25e-3 for binary16 (its packed
- * arithmetic: 1.04e-3 by emulation) and 4e-3 for bf16 (fp32 math, then bf16's rounding, 2^-8
- * relative). Infinities: binary16 +inf gives +inf, -inf at most 2e-5 below 0; bf16 gives NaN for
- * either (fp32's inf * 0). NaN stays NaN. */
+ * values). |GELU(z) - GELU_exact(z)| <= tol max(1, |z|), tol 1e-3 for binary16 (7.5e-4 by
+ * emulation, kern::gelu_erf; 5.05e-4 measured on the H200, where the packed binary16 form it
+ * replaced measured 1.01e-3) and 4.5e-3 for bf16 (bf16's rounding, up to 2^-8 relative, plus the
+ * fp32 GELU's 3.7e-4). +inf gives +inf, -inf NaN (inf - inf). NaN stays NaN. */
 static void s_gelu_bound_check(const char *what, const uint16_t *dy, const float *z, int32_t n,
                                int32_t dim, kern_dtype_t dt) {
     const bool h = dt == KERN_DTYPE_F16;
-    const double tol = h ? 1.25e-3 : 4e-3;
+    const double tol = h ? 1e-3 : 4.5e-3;
     float *got = s_down_16(dy, (size_t)n * dim, h);
     size_t bad = 0, checked = 0;
     double worst = 0.0;
@@ -1000,8 +1000,8 @@ static void s_gelu_bound_check(const char *what, const uint16_t *dy, const float
         bool ok;
         if (isnan(zi))
             ok = isnan(g);
-        else if (isinf(zi)) /* fp32's inf * 0 gives NaN (kern::gelu_erf) */
-            ok = !h ? isnan(g) : zi > 0 ? isinf(g) && g > 0 : g <= 0.0 && g >= -2e-5;
+        else if (isinf(zi))
+            ok = zi > 0 ? isinf(g) && g > 0 : isnan(g);
         else {
             const double e = fabs(g - test_gelu_erf(zi)) / fmax(1.0, fabs(zi));
             ok = e <= tol;
