@@ -7,7 +7,8 @@
 # there were 96 STG.E, 122 / 146 registers (121-123 / 148 before), no spill; out must be 16-byte
 # aligned with ldo % 8 == 0 (the auto choice falls back to the mma kernel otherwise; tested).
 # M34 = main 53a4bd6. Kernel tests, attention bench rows, an engine A/B of both models (4096,
-# ragged, 3 rounds, one tuning shared); then gpu-check step 3 (engine_cuda, transformers) on O
+# ragged, 3 rounds, one tuning shared); MiniLM's ragged batch in bursts of 20 / 400 / 20 with the
+# SM clock and power logged; then gpu-check step 3 (engine_cuda, transformers) on O
 # and step 5 (the benches of record, 500 repetitions) on whichever is faster on MiniLM's ragged.
 # Build (dev box): worktree at 53a4bd6 -> kernels_cuda bench_kernels_cuda bench_engine_cuda
 #   engine_cuda -> .gpucarry/binM34; apply out_store.patch, the same -> .gpucarry/binO; strip.
@@ -21,6 +22,28 @@ shared_tuning 4096,ragged M34 O
 AB_ITERS=200 bash bench/gpu/engine_ab.sh "$R/ab.txt" /tmp/m 4096,ragged 3 M34="$C/binM34" \
     O="$C/binO" > "$R/ab_summary.txt" 2>&1
 ab_table "$R/ab.txt" | tee "$R/ab_table.md"
+# Burst against sustained: the shared tuning's 20-repetition profile read MiniLM's ragged batch at
+# 1.83-1.87 ms this session where the A/Bs' 200 read 2.00-2.05: clocks under power? MiniLM ragged
+# with 20, 400, 20 repetitions, nvidia-smi every 100 ms beside it.
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv,noheader -lms 100 > "$R/clocks.csv" 2>&1 &
+smi=$!
+for n in 20 400 20; do
+    echo "== burst $n start $(date +%H:%M:%S.%N | cut -c1-12)" >> "$R/burst.txt"
+    EMBER_TUNE_CACHE=/tmp/engine_ab_tc_minilm_M34 timeout 60 "$C/binM34/bench_engine_cuda" profile \
+        /tmp/m/minilm cuda:0 ragged $n spin=5000 2>&1 | grep -E "^profile .*seqs" >> "$R/burst.txt"
+done
+kill $smi
+grep -oE "^== burst.*|wall median [0-9.]+ ms p99 [0-9.]+ ms" "$R/burst.txt"
+python3 - "$R/clocks.csv" <<'PY'
+import sys, statistics as st
+rows = [l.split(", ") for l in open(sys.argv[1]) if l.count(",") >= 4]
+busy = [r for r in rows if float(r[2].split()[0]) > 200]
+if busy:
+    mhz = [int(r[1].split()[0]) for r in busy]; w = [float(r[2].split()[0]) for r in busy]
+    print(f"busy samples {len(busy)}: SM MHz min {min(mhz)} median {st.median(mhz)} max {max(mhz)};"
+          f" W median {st.median(w):.0f} max {max(w):.0f}; reasons {sorted(set(r[4].strip() for r in busy))}")
+PY
 rec=M34
 grep -E "^\| minilm \| ragged" "$R/ab_table.md" | grep -q -- " -[0-9.]*%" && rec=O
 echo "== at $SECONDS s; record on $rec"
