@@ -1183,6 +1183,43 @@ static int32_t *s_up_tiles(const int32_t *cu, int32_t n_seqs, int32_t T) {
     return d;
 }
 
+/* One ragged batch (cu[0..ns], n = cu[ns] tokens, a bucket of T) through kernel against
+ * kern_attention_ref, q | k | v packed in rows as the QKV GEMM writes them. Rows past n_tokens
+ * hold NaN, as stale activations may (P is 0 for those keys, and 0 x NaN would leak into the
+ * outputs); the output rows past n_tokens must stay unwritten (poisoned by s_dev). */
+static void s_attention_batch(const char *what, kern_attention_kernel_t kernel, bool with_tiles,
+                              kern_dtype_t dtype, const kern_attention_params_t *p,
+                              const int32_t *cu, int32_t ns, int32_t T, double atol, double rtol) {
+    const bool h16 = dtype == KERN_DTYPE_F16;
+    const int32_t n = cu[ns], nh = p->n_heads, nkv = p->n_kv_heads, hd = p->head_dim;
+    const int64_t ld = (int64_t)(nh + 2 * nkv) * hd;
+    float *qkv = s_rand_16((size_t)T * ld, -2, 2, dtype);
+    for (size_t i = (size_t)n * ld; i < (size_t)T * ld; i++)
+        qkv[i] = NAN;
+    float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
+    float *scratch = malloc(kern_attention_ref_scratch_floats(p, 512) * sizeof *scratch);
+    kern_attention_ref(p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld, qkv + (nh + nkv) * hd, ld, cu,
+                       ns, 0, 1, scratch);
+    uint16_t *dqkv = s_up_16(qkv, (size_t)T * ld, h16);
+    uint16_t *dout = s_dev((size_t)T * nh * hd * 2);
+    int32_t *ts = s_tok_seq(cu, ns, T);
+    int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, (ns + 1) * 4), *dn = s_up(&n, 4);
+    int32_t *dtt = with_tiles ? s_up_tiles(cu, ns, T) : NULL;
+    com_error_t err = {0};
+    const int rc =
+        kern_attention_cuda_kernel(kernel, p, dtype, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
+                                   dqkv + (nh + nkv) * hd, ld, dcu, dts, dn, dtt, T, g_st, &err);
+    CHECK_MSG(rc == 0, "%s: %s", what, err.msg);
+    float *got = s_down_16(dout, (size_t)T * nh * hd, h16);
+    s_cmp(what, got, ref, (size_t)n * nh * hd, atol, rtol);
+    if (n < T)
+        CHECK_MSG(isnan(got[(size_t)n * nh * hd]) && isnan(got[(size_t)T * nh * hd - 1]),
+                  "%s: rows past n_tokens were written", what);
+    free(got), free(qkv), free(ref), free(scratch), free(ts);
+    cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+    cudaFree(dtt);
+}
+
 static void test_attention_dt(kern_dtype_t dtype) {
     static const int32_t cases[][8] = {
         {1, 1},          {3, 1, 1, 1}, {5, 5, 64, 65, 1, 130}, {1, 300},
@@ -1193,7 +1230,6 @@ static void test_attention_dt(kern_dtype_t dtype) {
                                                       KERN_ATTENTION_WGMMA};
     static const char *kernel_name[] = {"mma", "wgmma", "wgmma tiles"};
     const char *dn16 = s_dtype_name(dtype);
-    const bool h16 = dtype == KERN_DTYPE_F16;
     const double atol = s_tol16(dtype), rtol = 2 * s_tol16(dtype); /* bf16: 1e-2, 2e-2 */
     int dev = 0, major = 0, minor = 0;
     CHECK(cudaGetDevice(&dev) == cudaSuccess);
@@ -1220,88 +1256,34 @@ static void test_attention_dt(kern_dtype_t dtype) {
                         const int32_t ns = cases[c][0];
                         int32_t cu[8];
                         const int32_t n = s_cu(&cases[c][1], ns, cu), T = s_round64(n) + 64;
-                        /* packed q | k | v rows, as the QKV GEMM writes them */
-                        const int64_t ld = (int64_t)(nh + 2 * nkv) * hd;
-                        float *qkv = s_rand_16((size_t)T * ld, -2, 2, dtype);
-                        /* rows past n_tokens hold NaN, as stale activations may: P is 0 for
-                         * those keys, and 0 x NaN would leak into the outputs */
-                        for (size_t i = (size_t)n * ld; i < (size_t)T * ld; i++)
-                            qkv[i] = NAN;
-                        float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
-                        for (size_t i = 0; i < (size_t)T * nh * hd; i++)
-                            ref[i] = NAN; /* rows past n_tokens must stay unwritten */
-                        size_t scratch_n = kern_attention_ref_scratch_floats(&p, 512);
-                        float *scratch = malloc(scratch_n * sizeof *scratch);
-                        kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld,
-                                           qkv + (nh + nkv) * hd, ld, cu, ns, 0, 1, scratch);
-                        uint16_t *dqkv = s_up_16(qkv, (size_t)T * ld, h16);
-                        uint16_t *dout = s_dev((size_t)T * nh * hd * 2);
-                        int32_t *ts = s_tok_seq(cu, ns, T);
-                        int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, (ns + 1) * 4),
-                                *dn = s_up(&n, 4);
-                        int32_t *dtt = with_tiles ? s_up_tiles(cu, ns, T) : NULL;
-                        com_error_t err = {0};
-                        int rc = kern_attention_cuda_kernel(
-                            kernel, &p, dtype, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
-                            dqkv + (nh + nkv) * hd, ld, dcu, dts, dn, dtt, T, g_st, &err);
-                        CHECK_MSG(rc == 0, "attention_cuda kernel %s %s: %s", kernel_name[ki], dn16,
-                                  err.msg);
-                        float *got = s_down_16(dout, (size_t)T * nh * hd, h16);
-                        /* NaN == NaN counts as equal in the helper only if both are NaN: compare
-                         * the written rows, then check the padding rows stayed poisoned */
                         char what[96];
                         snprintf(what, sizeof what,
                                  "attention kernel %s %s hd %d causal %d kv %d case %zu",
                                  kernel_name[ki], dn16, (int)hd, causal, (int)nkv, c);
-                        s_cmp(what, got, ref, (size_t)n * nh * hd, atol, rtol);
-                        CHECK_MSG(isnan(got[(size_t)n * nh * hd]) &&
-                                      isnan(got[(size_t)T * nh * hd - 1]),
-                                  "%s: rows past n_tokens were written", what);
-                        free(got), free(qkv), free(ref), free(scratch), free(ts);
-                        cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
-                        cudaFree(dtt);
+                        s_attention_batch(what, kernel, with_tiles, dtype, &p, cu, ns, T, atol,
+                                          rtol);
                     }
                     n_cfg++;
                 }
         /* the largest bucket: 16 x 512 tokens = 8192, MiniLM's heads (12 x 32) */
         {
-            const int32_t hd = 32, nh = 12, ns = 16, n = 8192, T = 8192;
+            const int32_t hd = 32, nh = 12, ns = 16;
             const kern_attention_params_t p = {nh, nh, hd, 1.0f / sqrtf((float)hd), false};
             int32_t cu[17];
             for (int32_t s = 0; s <= ns; s++)
                 cu[s] = 512 * s;
-            const int64_t ld = 3 * nh * hd;
-            float *qkv = s_rand_16((size_t)T * ld, -2, 2, dtype);
-            float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
-            float *scratch = malloc(kern_attention_ref_scratch_floats(&p, 512) * sizeof *scratch);
-            kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld, qkv + 2 * nh * hd, ld,
-                               cu, ns, 0, 1, scratch);
-            uint16_t *dqkv = s_up_16(qkv, (size_t)T * ld, h16);
-            uint16_t *dout = s_dev((size_t)T * nh * hd * 2);
-            int32_t *ts = s_tok_seq(cu, ns, T);
-            int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, sizeof cu), *dn = s_up(&n, 4);
-            int32_t *dtt = with_tiles ? s_up_tiles(cu, ns, T) : NULL;
-            com_error_t err = {0};
-            CHECK(kern_attention_cuda_kernel(kernel, &p, dtype, dout, nh * hd, dqkv, ld,
-                                             dqkv + nh * hd, ld, dqkv + 2 * nh * hd, ld, dcu, dts,
-                                             dn, dtt, T, g_st, &err) == 0);
-            float *got = s_down_16(dout, (size_t)T * nh * hd, h16);
             char what[64];
             snprintf(what, sizeof what, "attention kernel %s %s 16 x 512 (bucket 8192)",
                      kernel_name[ki], dn16);
-            s_cmp(what, got, ref, (size_t)T * nh * hd, atol, rtol);
-            free(got), free(qkv), free(ref), free(scratch), free(ts);
-            cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
-            cudaFree(dtt);
+            s_attention_batch(what, kernel, with_tiles, dtype, &p, cu, ns, 8192, atol, rtol);
         }
-        /* a larger ragged batch: ~3000 tokens in 30 sequences of 1 to 300 tokens, half of them
-         * under 41 (with a table, packed into shared tiles), 16 heads (960 (tile, head) items),
-         * GQA, both head dims, causal or not */
+        /* a larger ragged batch: 2981 tokens in 30 sequences of 1 to 300 tokens, half of them
+         * under 41 (with a table, packed into shared tiles), 16 heads (several (tile, head)
+         * items a CTA), GQA, both head dims, causal or not */
         for (int hd_i = 0; hd_i < 2; hd_i++)
             for (int causal = 0; causal < 2; causal++) {
-                const int32_t hd = hd_i ? 64 : 32, nh = 16, nkv = 8, T = 3072;
-                const kern_attention_params_t p = {nh, nkv, hd, 1.0f / sqrtf((float)hd),
-                                                   causal != 0};
+                const int32_t hd = hd_i ? 64 : 32;
+                const kern_attention_params_t p = {16, 8, hd, 1.0f / sqrtf((float)hd), causal != 0};
                 int32_t cu[64], ns = 0;
                 cu[0] = 0;
                 for (uint32_t x = 7; ns < 63; ns++) { /* 1..300 or 1..40, a fixed sequence */
@@ -1311,33 +1293,10 @@ static void test_attention_dt(kern_dtype_t dtype) {
                         break;
                     cu[ns + 1] = cu[ns] + len;
                 }
-                const int32_t n = cu[ns];
-                const int64_t ld = (int64_t)(nh + 2 * nkv) * hd;
-                float *qkv = s_rand_16((size_t)T * ld, -2, 2, dtype);
-                for (size_t i = (size_t)n * ld; i < (size_t)T * ld; i++)
-                    qkv[i] = NAN;
-                float *ref = malloc((size_t)T * nh * hd * sizeof *ref);
-                float *scratch =
-                    malloc(kern_attention_ref_scratch_floats(&p, 512) * sizeof *scratch);
-                kern_attention_ref(&p, ref, nh * hd, qkv, ld, qkv + nh * hd, ld,
-                                   qkv + (nh + nkv) * hd, ld, cu, ns, 0, 1, scratch);
-                uint16_t *dqkv = s_up_16(qkv, (size_t)T * ld, h16);
-                uint16_t *dout = s_dev((size_t)T * nh * hd * 2);
-                int32_t *ts = s_tok_seq(cu, ns, T);
-                int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, (ns + 1) * 4), *dn = s_up(&n, 4);
-                int32_t *dtt = with_tiles ? s_up_tiles(cu, ns, T) : NULL;
-                com_error_t err = {0};
-                CHECK(kern_attention_cuda_kernel(kernel, &p, dtype, dout, nh * hd, dqkv, ld,
-                                                 dqkv + nh * hd, ld, dqkv + (nh + nkv) * hd, ld,
-                                                 dcu, dts, dn, dtt, T, g_st, &err) == 0);
-                float *got = s_down_16(dout, (size_t)T * nh * hd, h16);
                 char what[96];
                 snprintf(what, sizeof what, "attention kernel %s %s %d ragged hd %d causal %d",
-                         kernel_name[ki], dn16, (int)n, (int)hd, causal);
-                s_cmp(what, got, ref, (size_t)n * nh * hd, atol, rtol);
-                free(got), free(qkv), free(ref), free(scratch), free(ts);
-                cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
-                cudaFree(dtt);
+                         kernel_name[ki], dn16, (int)cu[ns], (int)hd, causal);
+                s_attention_batch(what, kernel, with_tiles, dtype, &p, cu, ns, 3072, atol, rtol);
             }
         printf("attention: kernel %s %s checked\n", kernel_name[ki], dn16);
     }
