@@ -1,16 +1,16 @@
 #!/bin/bash
 # Prepared in session 33 for the next one (compile-checked only; ~8 min with the start-up):
-# O = main 53a4bd6 + out_store.patch: the wgmma attention's output leaves through the Q tile's
+# O = main 0b92392 + out_store.patch: the wgmma attention's output leaves through the Q tile's
 # shared memory (a warp writes its 16 rows as 4-byte pairs, XOR-swizzled by row, reads them back
 # as 16-byte chunks and stores whole 64 / 128-byte rows; ncu had 31% excess L2 sectors from the
 # 4-byte stores and 2.7% of the stall samples in the exit's drain); SASS: 24 STG.E.128 where
 # there were 96 STG.E, 122 / 146 registers (121-123 / 148 before), no spill; out must be 16-byte
 # aligned with ldo % 8 == 0 (the auto choice falls back to the mma kernel otherwise; tested).
-# M34 = main 53a4bd6. Kernel tests, attention bench rows, an engine A/B of both models (4096,
+# M34 = main 0b92392. Kernel tests, attention bench rows, an engine A/B of both models (4096,
 # ragged, 3 rounds, one tuning shared); MiniLM's ragged batch in bursts of 20 / 400 / 20 with the
 # SM clock and power logged; then gpu-check step 3 (engine_cuda, transformers) on O
 # and step 5 (the benches of record, 500 repetitions) on whichever is faster on MiniLM's ragged.
-# Build (dev box): worktree at 53a4bd6 -> kernels_cuda bench_kernels_cuda bench_engine_cuda
+# Build (dev box): worktree at 0b92392 -> kernels_cuda bench_kernels_cuda bench_engine_cuda
 #   engine_cuda -> .gpucarry/binM34; apply out_store.patch, the same -> .gpucarry/binO; strip.
 # Pack: tar cf - -C .gpucarry lib binM34 binO | xz -T2 --lzma2=preset=6,dict=192MiB > .gpupack/next34.tar.xz
 # Device: mkdir -p .gpucarry && tar xJf .gpupack/next34.tar.xz -C .gpucarry && bash docs/results/2026-12-04-h200-session33/next.sh
