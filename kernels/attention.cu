@@ -488,8 +488,10 @@ extern "C" int kern_attention_cuda_kernel(kern_attention_kernel_t which,
     if (dtype != KERN_DTYPE_BF16 && dtype != KERN_DTYPE_F16)
         return com_error_set(err, COM_EINVAL, "attention_cuda: dtype %d", (int)dtype);
     if (which == KERN_ATTENTION_AUTO) /* see kern_attention_cuda in attention.h */
-        which = max_tokens >= 512 && kern_attention_wgmma_valid(p) ? KERN_ATTENTION_WGMMA
-                                                                   : KERN_ATTENTION_MMA;
+        which = max_tokens >= 512 && kern_attention_wgmma_valid(p) && ldo % 8 == 0 &&
+                        kern::aligned16(out)
+                    ? KERN_ATTENTION_WGMMA
+                    : KERN_ATTENTION_MMA;
     if (which == KERN_ATTENTION_WGMMA)
         return kern_attention_wgmma_cuda(p, dtype, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens,
                                          tok_seq, n_tokens, tiles, max_tokens, stream, err);

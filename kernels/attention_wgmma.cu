@@ -33,6 +33,8 @@
  * through 4 shared-memory stages by TMA, issued by thread 0 3 blocks ahead and completing on one
  * mbarrier per stage (no per-block CTA barrier, no address arithmetic in the loop); V rows past
  * n_tokens are zeroed in the one block that holds them (P is 0 there, but 0 x a stale NaN is not).
+ * O / l leaves through the Q tile's shared memory, so each thread stores 16-byte pieces of a row
+ * (out 16-byte aligned, ldo a multiple of 8).
  * The prologue needs two round trips: Q, n_tokens and the rows' sequence indices, then cu_seqlens.
  *
  * Measured on an H200 (bench_kernels_cuda, 12 heads, session 27, TMA and lazy rescale): head dim
@@ -497,18 +499,44 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         step(final_block, j, alpha_a, resc_a, pa_a, s, alpha_b, resc_b, pa_b);
     }
 
+    /* The output through the Q tile's shared memory, free once every warp is past its last
+     * wgmma: a warp writes its 16 rows as the accumulators hold them (4-byte pairs), then reads
+     * them back as 16-byte chunks, so each global store covers whole rows (the 4-byte stores
+     * left a third of the L2 sectors half written, ncu). A row's chunks are XOR-swizzled by the
+     * row, so neither side has bank conflicts. */
+    constexpr int kChunks = HD / 8; /* 16-byte chunks a row */
+    auto chunk_at = [](int rw, int c) { return HD == 64 ? c ^ (rw & 7) : c ^ ((rw >> 1) & 3); };
+    const uint32_t swarp = sq + (uint32_t)warp * 16u * (HD * 2);
+    uint32_t stored[2]; /* bit 4 x (row % 8) of stored[row / 8]: the warp's row is live */
+    __syncthreads();
 #pragma unroll
     for (int i = 0; i < 2; i++) {
-        const float l = lsum[2 * i];
-        const int32_t r = q0 + 16 * warp + lane / 4 + 8 * i;
-        if (r >= r_end || lo[i] >= hi[i])
-            continue;
-        const float inv = 1.0f / l;
-        uint16_t *orow = out + (int64_t)r * ldo + (int64_t)h * HD + 2 * c4;
+        const int rw = lane / 4 + 8 * i;
+        const int32_t r = q0 + 16 * warp + rw;
+        stored[i] = __ballot_sync(0xffffffffu, r < r_end && lo[i] < hi[i]);
+        const float inv = 1.0f / lsum[2 * i];
 #pragma unroll
-        for (int g = 0; g < HD / 8; g++)
-            *reinterpret_cast<uint32_t *>(orow + 8 * g) =
-                kern::pack16<D>(o[4 * g + 2 * i] * inv, o[4 * g + 2 * i + 1] * inv);
+        for (int g = 0; g < kChunks; g++)
+            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(swarp + (uint32_t)rw * (HD * 2) +
+                                                           16u * chunk_at(rw, g) + 4u * c4),
+                         "r"(kern::pack16<D>(o[4 * g + 2 * i] * inv, o[4 * g + 2 * i + 1] * inv))
+                         : "memory");
+    }
+    __syncwarp();
+#pragma unroll
+    for (int k = 0; k < kChunks / 2; k++) {
+        const int idx = 32 * k + lane, rw = idx / kChunks, c = idx % kChunks;
+        if (!(((rw < 8 ? stored[0] : stored[1]) >> (4 * (rw % 8))) & 1u))
+            continue;
+        uint32_t v[4];
+        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                     : "r"(swarp + (uint32_t)rw * (HD * 2) + 16u * chunk_at(rw, c))
+                     : "memory");
+        uint16_t *dst = out + (int64_t)(q0 + 16 * warp + rw) * ldo + (int64_t)h * HD + 8 * c;
+        asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "r"(v[0]), "r"(v[1]),
+                     "r"(v[2]), "r"(v[3])
+                     : "memory");
     }
 }
 
@@ -517,6 +545,11 @@ int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const
              int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
              const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens,
              const int32_t *tiles, int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
+    if (ldo % 8 != 0 || !kern::aligned16(out)) /* the output's 16-byte stores */
+        return com_error_set(err, COM_EINVAL,
+                             "attention_wgmma: out needs 16-byte alignment and ldo a multiple of 8 "
+                             "(ldo %lld)",
+                             (long long)ldo);
     auto *kfn = k_attention_wgmma<D, HD, CAUSAL>;
     constexpr size_t smem = AttnCfg<HD>::kSmem;
     static std::atomic<uint64_t> s_ready{0};

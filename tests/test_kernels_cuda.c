@@ -1307,6 +1307,14 @@ static void test_attention_dt(kern_dtype_t dtype) {
         CHECK(kern_attention_cuda(&bad, dtype, (uint16_t *)dummy, 192, (uint16_t *)dummy, 192,
                                   (uint16_t *)dummy, 192, (uint16_t *)dummy, 192, dummy, dummy,
                                   dummy, NULL, 64, g_st, &err) == COM_EUNSUPPORTED);
+        /* the wgmma kernel stores 16-byte pieces: ldo a multiple of 8, out 16-byte aligned */
+        const kern_attention_params_t p32 = {4, 4, 32, 0.1f, false};
+        for (int a = 0; sm90 && a < 2; a++)
+            CHECK(kern_attention_cuda_kernel(KERN_ATTENTION_WGMMA, &p32, dtype,
+                                             (uint16_t *)dummy + (a ? 2 : 0), a ? 128 : 130,
+                                             (uint16_t *)dummy, 384, (uint16_t *)dummy, 384,
+                                             (uint16_t *)dummy, 384, dummy, dummy, dummy, NULL, 64,
+                                             g_st, &err) == COM_EINVAL);
         cudaFree(dummy);
     }
     printf("attention %s: %d configurations (kernel x head_dim x causal x GQA) checked\n", dn16,
