@@ -8,14 +8,17 @@
  *     100 texts of 32..512 tokens (seeded lengths, one ragged batch split by the engine at
  *     max_batch_tokens, 4 batches of 25 pipelined, and 4 copies of the whole batch in flight
  *     as a bulk client keeps them): tokens/s; latency vs token count
- *     (128..8192, sequences of <= 512); prints a table, writes JSON.
+ *     (128..8192, sequences of <= 512); the energy of the ragged runs (NVML: joules per run,
+ *     the SM clock, how long the power cap held it down); prints a table, writes JSON.
  *   bench_engine_cuda profile MODEL_DIR DEVICE CASE[,CASE...] [REPS]
  *     one case (b1_128, ragged, or a token count as sequences of <= 512) on DEVICE (e.g.
- *     "cuda:0,graphs=off" under ncu): wall and GPU medians.
+ *     "cuda:0,graphs=off" under ncu): wall and GPU medians; the energy per run and the clocks
+ *     when the runs take >= 0.2 s (bench_energy.h: at the power cap, A/Bs compare joules).
  *   bench_engine_cuda concurrent MODEL_DIR DEVICE ENGINES MBT DEPTH REPS
  *     ENGINES engines with max_batch_tokens MBT, each driven by its own thread submitting DEPTH
  *     copies of the ragged batch back to back, REPS times: aggregate tokens/s under sustained
- *     load (the engine's lanes, or several engines, running passes side by side).
+ *     load (the engine's lanes, or several engines, running passes side by side) and the energy
+ *     per 1000 tokens.
  *   All three take spin=US after REPS: the timed runs wait with wrk_result_wait_spin (busy-poll up
  *   to US microseconds, as torch.cuda.synchronize() spins by default) instead of blocking.
  *   bench_engine_cuda dump MODEL_DIR DEVICE IN.bin OUT.bin
@@ -34,8 +37,11 @@
 #include "common/prng.h"
 #include "worker/engine.h"
 #ifdef EMBER_HAVE_CUDA
-#include "worker/engine_cuda.h"
+#include <cuda_runtime_api.h>
+
+#include "bench/bench_energy.h"
 #include "bench/bench_util.h"
+#include "worker/engine_cuda.h"
 #endif
 
 static int s_dump(const char *dir, const char *device, const char *in_path, const char *out_path) {
@@ -180,7 +186,33 @@ static wrk_cuda_stats_t s_counters(wrk_engine_t *e) {
 typedef struct timing {
     double wall, wall_p99, gpu, submit, enqueue, launch, latency, deliver;
     int chunks; /* the engine's chunks per run (gpu sums their times: lanes overlap them) */
+    bench_energy_window_t energy; /* over all the timed runs (mj < 0: not measured) */
 } timing_t;
+
+/* The GPU's energy meter (bench_energy.h), opened by main for the device the benches use. */
+static bench_energy_t g_energy;
+
+/* opens g_energy for cuda:N (the device string's N; 0 when it names none); says so if it can't */
+static void s_energy_open(const char *device) {
+    const char *d = strstr(device, "cuda:");
+    char pci[32], why[256];
+    if (cudaDeviceGetPCIBusId(pci, sizeof pci, d ? atoi(d + 5) : 0) != cudaSuccess)
+        snprintf(why, sizeof why, "no PCI bus id for %s", device);
+    else if (bench_energy_open(&g_energy, pci, why, sizeof why))
+        return;
+    fprintf(stderr, "energy not measured: %s\n", why);
+}
+
+/* " energy X mJ a run ..." for a profile line, or "" when the window was not measured */
+static const char *s_energy_text(const bench_energy_window_t *w, int runs, char *buf, size_t cap) {
+    if (w->mj < 0)
+        return "";
+    snprintf(buf, cap,
+             "; energy %.2f mJ a run (%.0f W), SM clock median %.0f MHz (min %.0f), power-capped "
+             "%.0f%% of the time",
+             w->mj / runs, w->mj / w->seconds * 1e-3, w->mhz_median, w->mhz_min, 100 * w->capped);
+    return buf;
+}
 
 /* median of v[n] (sorted in place) */
 static double s_median(double *v, int n) {
@@ -199,6 +231,7 @@ static timing_t s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps) {
         s_run(e, w, k, &v[kSubmit][0]);
     int n_timed = 0; /* runs whose every chunk the engine timed (device option gpu_time) */
     int64_t chunks = 0;
+    bench_energy_start(&g_energy);
     for (int i = 0; i < reps; i++) {
         const wrk_cuda_stats_t a = s_counters(e);
         v[kWall][i] = s_run(e, w, k, &v[kSubmit][i]);
@@ -213,7 +246,7 @@ static timing_t s_time(wrk_engine_t *e, const work_t *w, int32_t k, int reps) {
         v[kLatency][j] = b.host_wait_ms_total - a.host_wait_ms_total - v[kGpu][j];
         v[kDeliver][j] = b.host_deliver_ms_total - a.host_deliver_ms_total;
     }
-    timing_t t = {.chunks = (int)chunks};
+    timing_t t = {.chunks = (int)chunks, .energy = bench_energy_stop(&g_energy)};
     s_stats(v[kWall], reps, &t.wall, &t.wall_p99);
     t.submit = s_median(v[kSubmit], reps);
     /* else the GPU and host parts stay 0 (not measured): gpu_time=0, too few runs, or k > 1
@@ -267,14 +300,15 @@ static int s_profile(const char *dir, const char *device, const char *name, int 
         com_prng_seed(&rng, 42);
         work_t w = s_case(one, wrk_engine_model(e)->vocab_size, &rng);
         const timing_t t = s_time(e, &w, 1, reps);
-        char sum[64] = "";
+        char sum[64] = "", en[192];
         if (t.chunks > 1)
             snprintf(sum, sizeof sum, " (%d chunks' times summed; lanes overlap)", t.chunks);
         printf("profile %s %s %s: %d seqs, %d tokens: wall median %.4f ms p99 %.4f ms, GPU "
                "median %.4f ms%s (%.0f tokens/s wall), submit median %.4f ms; host: enqueue "
-               "%.4f (CUDA calls %.4f), latency %.4f, deliver %.4f ms\n",
+               "%.4f (CUDA calls %.4f), latency %.4f, deliver %.4f ms%s\n",
                dir, device, one, (int)w.n_seqs, (int)w.n_tokens, t.wall, t.wall_p99, t.gpu, sum,
-               w.n_tokens / (t.wall * 1e-3), t.submit, t.enqueue, t.launch, t.latency, t.deliver);
+               w.n_tokens / (t.wall * 1e-3), t.submit, t.enqueue, t.launch, t.latency, t.deliver,
+               s_energy_text(&t.energy, reps, en, sizeof en));
         free(w.ids), free(w.cu);
     }
     wrk_engine_destroy(&e);
@@ -345,23 +379,32 @@ static int s_concurrent(const char *dir, const char *device, int n_engines, int 
         com_prng_seed(&rng, 42);
         work_t w = s_case("ragged", wrk_engine_model(e[0])->vocab_size, &rng);
         pthread_barrier_t go;
-        pthread_barrier_init(&go, NULL, (unsigned)n_engines);
+        pthread_barrier_init(&go, NULL, (unsigned)n_engines + 1); /* + this thread */
         s_conc_t c[S_MAX_ENGINES];
         pthread_t th[S_MAX_ENGINES];
         for (int i = 0; i < n_engines; i++) {
             c[i] = (s_conc_t){e[i], &w, depth, reps, &go, 0.0};
             pthread_create(&th[i], NULL, s_conc_main, &c[i]);
         }
+        pthread_barrier_wait(&go); /* the engines are warm: the timed runs start */
+        bench_energy_start(&g_energy);
         double slowest = 0.0;
         for (int i = 0; i < n_engines; i++) {
             pthread_join(th[i], NULL);
             slowest = c[i].ms > slowest ? c[i].ms : slowest;
         }
+        const bench_energy_window_t en = bench_energy_stop(&g_energy);
         pthread_barrier_destroy(&go);
+        const int64_t tokens = (int64_t)n_engines * reps * depth * w.n_tokens;
+        char ent[160] = "";
+        if (en.mj >= 0)
+            snprintf(ent, sizeof ent,
+                     "; energy %.3f mJ per 1000 tokens (%.0f W), SM clock median %.0f MHz",
+                     en.mj / (double)tokens * 1e3, en.mj / en.seconds * 1e-3, en.mhz_median);
         printf("concurrent %s %s: %d engines, max_batch_tokens %d, depth %d, %d x %d x %d tokens "
-               "each: %.1f ms, %.0f tokens/s together\n",
+               "each: %.1f ms, %.0f tokens/s together%s\n",
                dir, device, n_engines, mbt, depth, reps, depth, (int)w.n_tokens, slowest,
-               (double)n_engines * reps * depth * w.n_tokens / (slowest * 1e-3));
+               (double)tokens / (slowest * 1e-3), ent);
         free(w.ids), free(w.cu);
     }
     for (int i = 0; i < n_engines; i++)
@@ -410,16 +453,22 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
     }
     work_t rag = s_case("ragged", in->vocab_size, &rng);
     const timing_t r1 = s_time(e, &rag, 1, reps / 10 + 5), r4 = s_time(e, &rag, 4, reps / 10 + 5);
-    /* sustained: 4 copies of the whole batch in flight (a bulk client's queue; lanes overlap) */
+    /* sustained: 4 copies of the whole batch in flight (a bulk client's queue; lanes overlap),
+     * for at least 1.5 s, so that the energy reading's window is long enough (bench_energy.h) */
     enum { kCopies = 4 };
-    const int n_sus = reps / 10 + 5;
-    double *sus = malloc((size_t)n_sus * sizeof *sus), sus_med, sus_p99;
+    const double warm_t0 = 1e3 * bench_now_s();
     s_run_copies(e, &rag, kCopies);
+    const double warm_ms = 1e3 * bench_now_s() - warm_t0;
+    const int n_min = reps / 10 + 5, n_long = warm_ms > 0 ? (int)(1500.0 / warm_ms) + 1 : n_min;
+    const int n_sus = n_long > n_min ? n_long : n_min;
+    double *sus = malloc((size_t)n_sus * sizeof *sus), sus_med, sus_p99;
+    bench_energy_start(&g_energy);
     for (int i = 0; i < n_sus; i++) {
         const double t = 1e3 * bench_now_s();
         s_run_copies(e, &rag, kCopies);
         sus[i] = 1e3 * bench_now_s() - t;
     }
+    const bench_energy_window_t sus_en = bench_energy_stop(&g_energy);
     s_stats(sus, n_sus, &sus_med, &sus_p99);
     free(sus);
     wrk_cuda_stats_t st;
@@ -440,6 +489,21 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
         printf("%-44s %10.4f %10.4f %10.4f %14.0f\n", c, lat[i].wall, lat[i].wall_p99, lat[i].gpu,
                counts[i] / (lat[i].wall * 1e-3));
     }
+    /* joules at the power cap: a bulk index build's cost, and what limits its throughput */
+    const struct {
+        const char *what;
+        bench_energy_window_t w;
+        int runs, tokens;
+    } en[] = {{"one batch", r1.energy, reps / 10 + 5, rag.n_tokens},
+              {"4 copies in flight", sus_en, n_sus, kCopies * rag.n_tokens}};
+    for (int i = 0; i < 2; i++)
+        if (en[i].w.mj >= 0)
+            printf("energy, 100 texts, %s: %.1f mJ a run, %.3f mJ per 1000 tokens (%.0f W), SM "
+                   "clock median %.0f MHz (min %.0f), power-capped %.0f%% of the time\n",
+                   en[i].what, en[i].w.mj / en[i].runs,
+                   en[i].w.mj / en[i].runs / en[i].tokens * 1e3,
+                   en[i].w.mj / en[i].w.seconds * 1e-3, en[i].w.mhz_median, en[i].w.mhz_min,
+                   100 * en[i].w.capped);
     if (r1.chunks > 1)
         printf("GPU ms sums the batch's chunk times: the ragged batch ran as %d chunks on lanes "
                "that overlap, so it can exceed the wall time\n",
@@ -474,10 +538,24 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
                 "],\n \"startup\": {\"lazy_ms\": %.1f, \"capture_all_ms\": %.1f, "
                 "\"buckets\": %d, \"graphs_captured_all\": %d, \"capture_all_graph_ms\": %.2f, "
                 "\"graphs_lazy_run\": %d, \"capture_lazy_ms\": %.2f},\n \"device_bytes\": %zu, "
-                "\"pinned_bytes\": %zu, \"reps\": %d}\n",
+                "\"pinned_bytes\": %zu, \"reps\": %d,\n \"energy\": {",
                 start_lazy_ms, start_all_ms, (int)st_all.n_buckets, (int)st_all.n_graphs,
                 st_all.capture_ms, (int)st.n_graphs, st.capture_ms, st.device_bytes,
                 st.pinned_bytes, reps);
+        static const char *keys[] = {"ragged100_one_batch", "ragged100_copies_in_flight"};
+        for (int i = 0; i < 2; i++) /* null where not measured (no NVML) */
+            if (en[i].w.mj < 0)
+                fprintf(j, "%s\"%s\": null", i ? ", " : "", keys[i]);
+            else
+                fprintf(j,
+                        "%s\"%s\": {\"mj_per_run\": %.2f, \"mj_per_1000_tokens\": %.4f, "
+                        "\"watts\": %.1f, \"sm_mhz_median\": %.0f, \"sm_mhz_min\": %.0f, "
+                        "\"power_capped\": %.3f}",
+                        i ? ", " : "", keys[i], en[i].w.mj / en[i].runs,
+                        en[i].w.mj / en[i].runs / en[i].tokens * 1e3,
+                        en[i].w.mj / en[i].w.seconds * 1e-3, en[i].w.mhz_median, en[i].w.mhz_min,
+                        en[i].w.capped);
+        fprintf(j, "}}\n");
         fclose(j);
     }
     free(one.ids), free(one.cu), free(rag.ids), free(rag.cu);
@@ -493,16 +571,21 @@ int main(int argc, char **argv) {
 #ifdef EMBER_HAVE_CUDA
     if (argc > 6 && strncmp(argv[6], "spin=", 5) == 0)
         g_spin_us = atoi(argv[6] + 5);
-    if (argc >= 5 && strcmp(argv[1], "bench") == 0)
+    if (argc >= 5 && strcmp(argv[1], "bench") == 0) {
+        s_energy_open("cuda:0");
         return s_bench(argv[2], argv[3], argv[4], argc > 5 ? atoi(argv[5]) : 200);
+    }
     if (argc >= 8 && strcmp(argv[1], "concurrent") == 0) {
         if (argc > 8 && strncmp(argv[8], "spin=", 5) == 0)
             g_spin_us = atoi(argv[8] + 5);
+        s_energy_open(argv[3]);
         return s_concurrent(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
                             atoi(argv[7]));
     }
-    if (argc >= 5 && strcmp(argv[1], "profile") == 0)
+    if (argc >= 5 && strcmp(argv[1], "profile") == 0) {
+        s_energy_open(argv[3]);
         return s_profile(argv[2], argv[3], argv[4], argc > 5 ? atoi(argv[5]) : 50);
+    }
 #endif
     fprintf(stderr,
             "usage: %s bench MODEL_DIR NAME OUT.json [REPS [spin=US]]   (CUDA builds)\n"

@@ -25,13 +25,19 @@
  * match=SUBSTRING (of the candidate's description, e.g. "128x128 s4 pingpong"), "dtype=f16"
  * (the same candidates with binary16 operands; default bf16) and "residual=16" (the "+ln"
  * GEMMs' residual in the operands' 16-bit type with y updated in place on it, as the engine's
- * 16-bit residual streams run; default fp32). */
+ * 16-bit residual streams run; default fp32).
+ * BENCH_SUSTAIN_S=SECONDS in the environment: each row at 16384 tokens (first form) or each
+ * candidate (gemms) then also runs back to back for that long, at the power cap as the engine's
+ * long passes run, and prints its time and energy per launch and the SM clock (NVML). */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #ifdef EMBER_HAVE_CUDA
+#include "bench/bench_energy.h"
+#include "bench/bench_util.h"
 #include "common/half.h"
 #include "common/prng.h"
 #include "kernels/add_layernorm.h"
@@ -50,7 +56,19 @@ typedef struct row {
     char name[64];
     double us, rate; /* rate: GB/s or TFLOP/s */
     const char *unit;
+    /* run back to back for BENCH_SUSTAIN_S seconds (0: not run): us and mJ per launch, the SM
+     * clock's median, the share of the time the power cap held it down */
+    double sus_us, sus_mj, sus_mhz, sus_capped;
 } row_t;
+
+/* BENCH_SUSTAIN_S=SECONDS (environment): every row at kSustainT tokens also runs back to back
+ * for that long, as the engine's passes run at the power cap, with its energy per launch
+ * (bench_energy.h): at the cap a kernel's cost is its joules, which the short samples above,
+ * taken at full clock, do not show. */
+enum { kSustainT = 16384 };
+static double g_sustain_s;
+static int32_t g_row_tokens; /* the token count of the rows being timed (0: none) */
+static bench_energy_t g_energy;
 
 static int s_cmp(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
@@ -96,6 +114,26 @@ static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
         rw->us = 1e3 * ms[7] / reps;                                                               \
         rw->rate = (work) / (rw->us * 1e-6) / 1e9;                                                 \
         rw->unit = unit_;                                                                          \
+        rw->sus_us = 0;                                                                            \
+        if (g_sustain_s > 0 && g_row_tokens == kSustainT) {                                        \
+            int64_t n_ = 0;                                                                        \
+            const double t0_ = bench_now_s();                                                      \
+            bench_energy_start(&g_energy);                                                         \
+            /* one batch of reps queued behind the running one, so the GPU never waits */          \
+            for (int b_ = 0; bench_now_s() - t0_ < g_sustain_s; b_++, n_ += reps) {                \
+                for (int r = 0; r < reps; r++) {                                                   \
+                    launch;                                                                        \
+                }                                                                                  \
+                KERN_CUDA_FATAL(cudaEventRecord(b_ % 2 ? e1 : e0, st));                            \
+                if (b_ > 0)                                                                        \
+                    KERN_CUDA_FATAL(cudaEventSynchronize(b_ % 2 ? e0 : e1));                       \
+            }                                                                                      \
+            KERN_CUDA_FATAL(cudaStreamSynchronize(st));                                            \
+            const bench_energy_window_t w_ = bench_energy_stop(&g_energy);                         \
+            rw->sus_us = 1e6 * (bench_now_s() - t0_) / (double)n_;                                 \
+            rw->sus_mj = w_.mj >= 0 ? w_.mj / (double)n_ : -1;                                     \
+            rw->sus_mhz = w_.mhz_median, rw->sus_capped = w_.capped;                               \
+        }                                                                                          \
     } while (0)
 
 #define S_OK(call)                                                                                 \
@@ -108,11 +146,14 @@ static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
     } while (0)
 
 /* Median us per run of plan p: a graph of kRuns back-to-back kern_linear_cuda calls, replayed.
- * ln: the LayerNorm operands of an epilogue-3 plan, else NULL. */
+ * ln: the LayerNorm operands of an epilogue-3 plan, else NULL. With BENCH_SUSTAIN_S, and when
+ * that median is at most sustain_below_us, the graph then replays back to back for that long:
+ * *sus gets the us and mJ per run at the power cap (sus->sus_us 0: not run). */
 static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p, uint16_t *y,
                                 const uint16_t *x, const uint16_t *w, const uint16_t *b,
                                 const kern_linear_ln_t *ln, void *ws, size_t ws_bytes,
-                                cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1) {
+                                cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1,
+                                double sustain_below_us, row_t *sus) {
     enum { kRuns = 20, kSamples = 9 };
     cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
@@ -131,6 +172,23 @@ static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p
         KERN_CUDA_FATAL(cudaEventElapsedTime(&ms[i], e0, e1));
     }
     qsort(ms, kSamples, sizeof *ms, s_cmp);
+    sus->sus_us = 0;
+    if (g_sustain_s > 0 && 1e3 * ms[kSamples / 2] / kRuns <= sustain_below_us) {
+        int64_t n = 0;
+        const double t0 = bench_now_s();
+        bench_energy_start(&g_energy);
+        for (int i = 0; bench_now_s() - t0 < g_sustain_s; i++, n += kRuns) {
+            KERN_CUDA_FATAL(cudaGraphLaunch(ge, st));
+            KERN_CUDA_FATAL(cudaEventRecord(i % 2 ? e1 : e0, st));
+            if (i > 0) /* one replay queued behind the running one */
+                KERN_CUDA_FATAL(cudaEventSynchronize(i % 2 ? e0 : e1));
+        }
+        KERN_CUDA_FATAL(cudaStreamSynchronize(st));
+        const bench_energy_window_t en = bench_energy_stop(&g_energy);
+        sus->sus_us = 1e6 * (bench_now_s() - t0) / (double)n;
+        sus->sus_mj = en.mj >= 0 ? en.mj / (double)n : -1;
+        sus->sus_mhz = en.mhz_median, sus->sus_capped = en.capped;
+    }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
     return 1e3 * ms[kSamples / 2] / kRuns;
@@ -270,20 +328,27 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
                         continue;
                     }
                     const int epi = gemm[k][2];
-                    const double us =
-                        s_time_plan_graph(lt, p, y, x, w, b,
-                                          epi == KERN_LINEAR_BIAS_ADD_LN      ? &ln
-                                          : epi >= KERN_LINEAR_BIAS_ADD_STATS ? &ln_fold
-                                                                              : NULL,
-                                          ws, ws_bytes, st, e0, e1);
+                    row_t sus;
+                    const double us = s_time_plan_graph(
+                        lt, p, y, x, w, b,
+                        epi == KERN_LINEAR_BIAS_ADD_LN      ? &ln
+                        : epi >= KERN_LINEAR_BIAS_ADD_STATS ? &ln_fold
+                                                            : NULL,
+                        ws, ws_bytes, st, e0, e1, 1.3 * fmin(best[0], best[1]), &sus);
                     const char *d = kern_linear_plan_describe(p);
-                    printf("%-10s %6d %-10s %-34s %10.2f %9.1f\n", names[m], (int)T, gn[k], d, us,
+                    printf("%-10s %6d %-10s %-34s %10.2f %9.1f", names[m], (int)T, gn[k], d, us,
                            flop / (us * 1e-6) / 1e12);
+                    if (sus.sus_us > 0) /* at the power cap: us, mJ, MHz */
+                        printf("  sustained %8.2f us %8.3f mJ %5.0f MHz", sus.sus_us, sus.sus_mj,
+                               sus.sus_mhz);
+                    printf("\n");
                     if (j)
                         fprintf(j,
                                 "%s {\"model\": \"%s\", \"tokens\": %d, \"gemm\": \"%s\", "
-                                "\"candidate\": \"%s\", \"us\": %.3f}",
-                                n_json++ ? ",\n" : "", names[m], (int)T, gn[k], d, us);
+                                "\"candidate\": \"%s\", \"us\": %.3f, \"sustained_us\": %.3f, "
+                                "\"sustained_mj\": %.4f}",
+                                n_json++ ? ",\n" : "", names[m], (int)T, gn[k], d, us, sus.sus_us,
+                                sus.sus_us > 0 ? sus.sus_mj : -1.0);
                     const int own = i < 0 ? 0 : 1;
                     if (us < best[own]) {
                         best[own] = us;
@@ -317,6 +382,13 @@ int main(int argc, char **argv) {
         return 77;
     }
     const bool gemms = argc > 2 && strcmp(argv[1], "gemms") == 0;
+    const char *sustain = getenv("BENCH_SUSTAIN_S");
+    if (sustain && (g_sustain_s = atof(sustain)) > 0) {
+        char pci[32], why[256] = "no PCI bus id for device 0";
+        if (cudaDeviceGetPCIBusId(pci, sizeof pci, 0) != cudaSuccess ||
+            !bench_energy_open(&g_energy, pci, why, sizeof why))
+            fprintf(stderr, "BENCH_SUSTAIN_S: energy not measured: %s\n", why);
+    }
     const char *json = argc > 1 ? argv[1] : "bench-kernels-cuda.json";
     const int reps = argc > 2 ? atoi(argv[2]) : 50;
     com_prng_t rng;
@@ -365,6 +437,7 @@ int main(int argc, char **argv) {
         for (int ti = 0; ti < 3; ti++) {
             const int32_t H = shapes[m][0], nh = shapes[m][1], hd = shapes[m][2], I = shapes[m][3];
             const int32_t T = Ts[ti];
+            g_row_tokens = T;
             int32_t *cu = malloc(((size_t)T + 1) * 4), *ts = malloc((size_t)T * 4);
             int32_t *ids = malloc((size_t)T * 4);
             int32_t n_seqs = 0;
@@ -594,16 +667,29 @@ int main(int argc, char **argv) {
             cudaFree(hb), cudaFree(h32), cudaFree(g), cudaFree(out);
             free(cu), free(ts), free(ids);
         }
-    printf("\n== CUDA kernels (median of 15 x %d launches) ==\n%-40s %10s %12s\n", reps, "kernel",
-           "us/launch", "rate");
+    printf("\n== CUDA kernels (median of 15 x %d launches) ==\n%-40s %10s %12s%s\n", reps, "kernel",
+           "us/launch", "rate",
+           g_sustain_s > 0 ? "      sustained: us/launch   mJ/launch  SM MHz  power-capped" : "");
     FILE *j = fopen(json, "w");
     if (j)
         fprintf(j, "{\"reps\": %d, \"kernels\": [\n", reps);
     for (int i = 0; i < n_rows; i++) {
-        printf("%-40s %10.2f %8.2f %s\n", rows[i].name, rows[i].us, rows[i].rate, rows[i].unit);
-        if (j)
-            fprintf(j, "%s {\"name\": \"%s\", \"us\": %.3f, \"rate\": %.3f, \"unit\": \"%s\"}",
-                    i ? ",\n" : "", rows[i].name, rows[i].us, rows[i].rate, rows[i].unit);
+        const row_t *r = &rows[i];
+        printf("%-40s %10.2f %8.2f %-7s", r->name, r->us, r->rate, r->unit);
+        if (r->sus_us > 0)
+            printf("  %20.2f %11.4f %7.0f %12.0f%%", r->sus_us, r->sus_mj, r->sus_mhz,
+                   100 * r->sus_capped);
+        printf("\n");
+        if (j) {
+            fprintf(j, "%s {\"name\": \"%s\", \"us\": %.3f, \"rate\": %.3f, \"unit\": \"%s\"",
+                    i ? ",\n" : "", r->name, r->us, r->rate, r->unit);
+            if (r->sus_us > 0)
+                fprintf(j,
+                        ", \"sustained\": {\"us\": %.3f, \"mj\": %.5f, \"sm_mhz_median\": %.0f, "
+                        "\"power_capped\": %.3f}",
+                        r->sus_us, r->sus_mj, r->sus_mhz, r->sus_capped);
+            fprintf(j, "}");
+        }
     }
     if (j) {
         fprintf(j, "\n]}\n");

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """bench/gpu/ab_table.py — the table an engine A/B is read by: for each model and case, every
 label's wall-time range over its rounds and median of the round medians, and that median against
-the first label's (the baseline).
+the first label's (the baseline). Where the lines carry the energy (bench_engine_cuda on a
+machine with NVML), the same for the millijoules a run and the median SM clock: at the power cap
+throughput follows energy, so those tables say why a wall time moved.
 
 Reads bench/gpu/engine_ab.sh's raw output (OUT: "== MODEL LABEL round R" headers, then
 bench_engine_cuda's "profile ... CASE: ... wall median X ms" lines); several files pool their
@@ -15,11 +17,14 @@ import sys
 
 HEADER = re.compile(r"^== (\S+) (\S+) round (\d+)$")
 LINE = re.compile(r"^profile \S+ \S+ (\S+): .* wall median ([0-9.]+) ms")
+METRICS = (("wall ms", LINE),
+           ("mJ a run", re.compile(r"^profile \S+ \S+ (\S+): .*; energy ([0-9.]+) mJ a run")),
+           ("SM clock MHz", re.compile(r"^profile \S+ \S+ (\S+): .*SM clock median ([0-9.]+) MHz")))
 
 
 def read(paths):
-    """{(model, case): {label: [wall ms per round]}} and the labels in order"""
-    walls, labels = {}, []
+    """{metric: {(model, case): {label: [value per round]}}} and the labels in order"""
+    found, labels = {}, []
     for path in paths:
         model = label = None
         with open(path, encoding="utf-8") as f:
@@ -31,15 +36,17 @@ def read(paths):
                     if label not in labels:
                         labels.append(label)
                     continue
-                row = LINE.match(line)
-                if row and model is not None:
-                    case, wall = row.group(1), float(row.group(2))
-                    walls.setdefault((model, case), {}).setdefault(label, []).append(wall)
-    return walls, labels
+                for metric, pattern in METRICS:
+                    row = pattern.match(line)
+                    if row and model is not None:
+                        case, value = row.group(1), float(row.group(2))
+                        by_case = found.setdefault(metric, {})
+                        by_case.setdefault((model, case), {}).setdefault(label, []).append(value)
+    return found, labels
 
 
-def table(walls, labels):
-    out = ["| model | case | " + " | ".join(labels) + " |",
+def table(walls, labels, metric="wall ms"):
+    out = [f"| model | case ({metric}) | " + " | ".join(labels) + " |",
            "|---|---|" + "---|" * len(labels)]
     for (model, case), by_label in walls.items():
         base = by_label.get(labels[0])
@@ -63,11 +70,11 @@ def main(argv):
     if len(argv) < 2:
         sys.stderr.write(__doc__)
         return 2
-    walls, labels = read(argv[1:])
-    if not walls:
+    found, labels = read(argv[1:])
+    if not found:
         sys.stderr.write("ab_table: no A/B rows in " + " ".join(argv[1:]) + "\n")
         return 1
-    print(table(walls, labels))
+    print("\n\n".join(table(found[m], labels, m) for m, _ in METRICS if m in found))
     return 0
 
 
