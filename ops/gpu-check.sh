@@ -225,9 +225,12 @@ for m in ["minilm", "bert-base"]:
         pq = p[k]["eager"]["median_ms"] if p and k in p else float("nan")
         print(f"{m:<10} {'latency ' + str(x['tokens']) + ' tokens, ms':<34} {x['median_ms']:>12.4f} {pq:>12.4f} {pp:>12.4f}")
     en = (e.get("energy") or {}).get("ragged100_copies_in_flight")
+    pen = ((p or {}).get("energy") or {}).get("ragged100_graph")
     if en:  # NVML's reading (bench/bench_energy.h): at the power cap throughput is energy
         print(f"{m:<10} energy, ragged texts in flight: {en['mj_per_1000_tokens']:.1f} mJ per 1000 tokens "
-              f"({en['watts']:.0f} W, SM clock median {en['sm_mhz_median']:.0f} MHz)")
+              f"({en['watts']:.0f} W, SM clock median {en['sm_mhz_median']:.0f} MHz)"
+              + (f"; transformers + graph {pen['mj_per_1000_tokens']:.1f} ({pen['watts']:.0f} W)"
+                 if pen else ""))
     s = e["startup"]
     print(f"{m:<10} graphs: {s['buckets']} buckets, capture-all {s['capture_all_graph_ms']:.0f} ms "
           f"(start-up {s['capture_all_ms']:.0f} ms vs lazy {s['lazy_ms']:.0f} ms); lazy run captured "

@@ -6,7 +6,9 @@ over fixed-shape padded inputs; ids copied into the static buffer each run).
 
 Workloads (same seeds and shapes as bench_engine_cuda.c): batch 1 x 128 tokens; 100 texts of
 32..512 tokens (padded to 512 with an attention mask; tokens/s counts the real tokens);
-latency vs token count 128..8192 (sequences of <= 512). Medians and p99 of REPS.
+latency vs token count 128..8192 (sequences of <= 512). Medians and p99 of REPS. The ragged
+batch's energy with the graph, run back to back for >= 1.5 s (bench/gpu/nvml_energy.py, the
+reading bench_engine_cuda's JSON has for ours; null without NVML).
 Usage: transformers_peer.py MODEL_DIR NAME OUT.json [REPS]"""
 import json
 import sys
@@ -16,6 +18,8 @@ import numpy as np
 import torch
 from transformers import BertModel
 
+from nvml_energy import EnergyMeter
+
 
 def pooled(model, ids, mask):
     h = model(input_ids=ids, attention_mask=mask).last_hidden_state
@@ -24,6 +28,7 @@ def pooled(model, ids, mask):
 
 
 def timeit(fn, reps):
+    """median and p99 ms of reps calls after 3, and fn itself (for the energy reading)"""
     for _ in range(3):
         fn()
     v = []
@@ -32,7 +37,7 @@ def timeit(fn, reps):
         fn()
         v.append((time.perf_counter() - t0) * 1e3)
     v.sort()
-    return v[len(v) // 2], v[int((len(v) - 1) * 0.99)]
+    return v[len(v) // 2], v[int((len(v) - 1) * 0.99)], fn
 
 
 def case(model, lens, reps, graph):
@@ -80,6 +85,10 @@ def main():
     rag = [int(x) for x in rng.integers(32, 513, 100)]
     res = {"system": "transformers", "model": name, "torch": torch.__version__,
            "attn_implementation": getattr(model.config, "_attn_implementation", "?")}
+    props = torch.cuda.get_device_properties(0)
+    pci = getattr(props, "pci_bus_id", None)
+    meter = EnergyMeter(f"{props.pci_domain_id:08x}:{pci:02x}:{props.pci_device_id:02x}.0"
+                        if pci is not None else None)
     print(f"\n== transformers bf16 peer: {name} ==")
     print(f"{'case':<40} {'eager ms':>10} {'graph ms':>10} {'eager tok/s':>12} {'graph tok/s':>12}")
     for key, lens in [("batch1_128", [128]), ("ragged100", rag)] + \
@@ -92,6 +101,13 @@ def main():
         res[key] = {"tokens": tok, "eager": {"median_ms": e[0], "p99_ms": e[1]},
                     "graph": {"median_ms": g[0], "p99_ms": g[1]}}
         print(f"{key:<40} {e[0]:>10.3f} {g[0]:>10.3f} {tok / e[0] * 1e3:>12.0f} {tok / g[0] * 1e3:>12.0f}")
+        if key == "ragged100":
+            en = meter.measure(g[2])
+            if en:
+                en["mj_per_1000_tokens"] = en["mj_per_run"] / tok * 1e3
+                print(f"energy, ragged100 with the graph: {en['mj_per_1000_tokens']:.1f} mJ per "
+                      f"1000 tokens ({en['watts']:.0f} W, SM clock median {en['sm_mhz_median']:.0f} MHz)")
+            res["energy"] = {"ragged100_graph": en}
     with open(out_path, "w") as f:
         json.dump(res, f, indent=1)
 
