@@ -87,7 +87,7 @@ static inline void *bench_energy_sample_(void *arg) {
     /* NVML_CLOCK_SM = 1; the reasons' power-cap bits: software (0x4), hardware power brake
      * (0x80) */
     unsigned long long prev = e->mj0;
-    while (atomic_load(&e->running) && e->n < BENCH_ENERGY_SAMPLES) {
+    while (atomic_load(&e->running)) { /* the counter for the whole window, clocks up to the cap */
         unsigned mhz = 0;
         unsigned long long mask = 0, mj = 0;
         if (e->energy_mj(e->dev, &mj) == 0 && mj != prev) { /* a step of the counter */
@@ -96,7 +96,8 @@ static inline void *bench_energy_sample_(void *arg) {
                 e->mj_first = mj, e->t_first = t;
             e->mj_last = mj, e->t_last = t, prev = mj;
         }
-        if (e->clock_mhz(e->dev, 1, &mhz) == 0 && e->reasons(e->dev, &mask) == 0) {
+        if (e->n < BENCH_ENERGY_SAMPLES && e->clock_mhz(e->dev, 1, &mhz) == 0 &&
+            e->reasons(e->dev, &mask) == 0) {
             e->mhz[e->n] = (uint16_t)mhz;
             e->cap[e->n++] = (mask & 0x84ull) != 0;
         }

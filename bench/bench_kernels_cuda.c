@@ -52,13 +52,18 @@
 #include "kernels/row_stats.h"
 #include "worker/model_bert_cuda.h"
 
+/* A kernel run back to back for BENCH_SUSTAIN_S seconds: us and mJ per launch (us 0: not run;
+ * mj < 0: no energy reading), the SM clock's median, the share of the time the power cap held
+ * it down. */
+typedef struct sustained {
+    double us, mj, mhz, capped;
+} sustained_t;
+
 typedef struct row {
     char name[64];
     double us, rate; /* rate: GB/s or TFLOP/s */
     const char *unit;
-    /* run back to back for BENCH_SUSTAIN_S seconds (0: not run): us and mJ per launch, the SM
-     * clock's median, the share of the time the power cap held it down */
-    double sus_us, sus_mj, sus_mhz, sus_capped;
+    sustained_t sus;
 } row_t;
 
 /* BENCH_SUSTAIN_S=SECONDS (environment): every row at kSustainT tokens also runs back to back
@@ -114,7 +119,7 @@ static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
         rw->us = 1e3 * ms[7] / reps;                                                               \
         rw->rate = (work) / (rw->us * 1e-6) / 1e9;                                                 \
         rw->unit = unit_;                                                                          \
-        rw->sus_us = 0;                                                                            \
+        rw->sus.us = 0;                                                                            \
         if (g_sustain_s > 0 && g_row_tokens == kSustainT) {                                        \
             int64_t n_ = 0;                                                                        \
             const double t0_ = bench_now_s();                                                      \
@@ -130,9 +135,9 @@ static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
             }                                                                                      \
             KERN_CUDA_FATAL(cudaStreamSynchronize(st));                                            \
             const bench_energy_window_t w_ = bench_energy_stop(&g_energy);                         \
-            rw->sus_us = 1e6 * (bench_now_s() - t0_) / (double)n_;                                 \
-            rw->sus_mj = w_.mj >= 0 ? w_.mj / (double)n_ : -1;                                     \
-            rw->sus_mhz = w_.mhz_median, rw->sus_capped = w_.capped;                               \
+            rw->sus =                                                                              \
+                (sustained_t){1e6 * (bench_now_s() - t0_) / (double)n_,                            \
+                              w_.mj >= 0 ? w_.mj / (double)n_ : -1, w_.mhz_median, w_.capped};     \
         }                                                                                          \
     } while (0)
 
@@ -148,12 +153,12 @@ static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
 /* Median us per run of plan p: a graph of kRuns back-to-back kern_linear_cuda calls, replayed.
  * ln: the LayerNorm operands of an epilogue-3 plan, else NULL. With BENCH_SUSTAIN_S, and when
  * that median is at most sustain_below_us, the graph then replays back to back for that long:
- * *sus gets the us and mJ per run at the power cap (sus->sus_us 0: not run). */
+ * *sus gets the us and mJ per run at the power cap (sus->us 0: not run). */
 static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p, uint16_t *y,
                                 const uint16_t *x, const uint16_t *w, const uint16_t *b,
                                 const kern_linear_ln_t *ln, void *ws, size_t ws_bytes,
                                 cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1,
-                                double sustain_below_us, row_t *sus) {
+                                double sustain_below_us, sustained_t *sus) {
     enum { kRuns = 20, kSamples = 9 };
     cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
@@ -172,7 +177,7 @@ static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p
         KERN_CUDA_FATAL(cudaEventElapsedTime(&ms[i], e0, e1));
     }
     qsort(ms, kSamples, sizeof *ms, s_cmp);
-    sus->sus_us = 0;
+    sus->us = 0;
     if (g_sustain_s > 0 && 1e3 * ms[kSamples / 2] / kRuns <= sustain_below_us) {
         int64_t n = 0;
         const double t0 = bench_now_s();
@@ -185,9 +190,8 @@ static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p
         }
         KERN_CUDA_FATAL(cudaStreamSynchronize(st));
         const bench_energy_window_t en = bench_energy_stop(&g_energy);
-        sus->sus_us = 1e6 * (bench_now_s() - t0) / (double)n;
-        sus->sus_mj = en.mj >= 0 ? en.mj / (double)n : -1;
-        sus->sus_mhz = en.mhz_median, sus->sus_capped = en.capped;
+        *sus = (sustained_t){1e6 * (bench_now_s() - t0) / (double)n,
+                             en.mj >= 0 ? en.mj / (double)n : -1, en.mhz_median, en.capped};
     }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
@@ -328,7 +332,7 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
                         continue;
                     }
                     const int epi = gemm[k][2];
-                    row_t sus;
+                    sustained_t sus;
                     const double us = s_time_plan_graph(
                         lt, p, y, x, w, b,
                         epi == KERN_LINEAR_BIAS_ADD_LN      ? &ln
@@ -338,17 +342,16 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
                     const char *d = kern_linear_plan_describe(p);
                     printf("%-10s %6d %-10s %-34s %10.2f %9.1f", names[m], (int)T, gn[k], d, us,
                            flop / (us * 1e-6) / 1e12);
-                    if (sus.sus_us > 0) /* at the power cap: us, mJ, MHz */
-                        printf("  sustained %8.2f us %8.3f mJ %5.0f MHz", sus.sus_us, sus.sus_mj,
-                               sus.sus_mhz);
+                    if (sus.us > 0) /* at the power cap: us, mJ, MHz */
+                        printf("  sustained %8.2f us %8.3f mJ %5.0f MHz", sus.us, sus.mj, sus.mhz);
                     printf("\n");
                     if (j)
                         fprintf(j,
                                 "%s {\"model\": \"%s\", \"tokens\": %d, \"gemm\": \"%s\", "
                                 "\"candidate\": \"%s\", \"us\": %.3f, \"sustained_us\": %.3f, "
                                 "\"sustained_mj\": %.4f}",
-                                n_json++ ? ",\n" : "", names[m], (int)T, gn[k], d, us, sus.sus_us,
-                                sus.sus_us > 0 ? sus.sus_mj : -1.0);
+                                n_json++ ? ",\n" : "", names[m], (int)T, gn[k], d, us, sus.us,
+                                sus.us > 0 ? sus.mj : -1.0);
                     const int own = i < 0 ? 0 : 1;
                     if (us < best[own]) {
                         best[own] = us;
@@ -676,18 +679,18 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n_rows; i++) {
         const row_t *r = &rows[i];
         printf("%-40s %10.2f %8.2f %-7s", r->name, r->us, r->rate, r->unit);
-        if (r->sus_us > 0)
-            printf("  %20.2f %11.4f %7.0f %12.0f%%", r->sus_us, r->sus_mj, r->sus_mhz,
-                   100 * r->sus_capped);
+        if (r->sus.us > 0)
+            printf("  %20.2f %11.4f %7.0f %12.0f%%", r->sus.us, r->sus.mj, r->sus.mhz,
+                   100 * r->sus.capped);
         printf("\n");
         if (j) {
             fprintf(j, "%s {\"name\": \"%s\", \"us\": %.3f, \"rate\": %.3f, \"unit\": \"%s\"",
                     i ? ",\n" : "", r->name, r->us, r->rate, r->unit);
-            if (r->sus_us > 0)
+            if (r->sus.us > 0)
                 fprintf(j,
                         ", \"sustained\": {\"us\": %.3f, \"mj\": %.5f, \"sm_mhz_median\": %.0f, "
                         "\"power_capped\": %.3f}",
-                        r->sus_us, r->sus_mj, r->sus_mhz, r->sus_capped);
+                        r->sus.us, r->sus.mj, r->sus.mhz, r->sus.capped);
             fprintf(j, "}");
         }
     }

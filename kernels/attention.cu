@@ -488,8 +488,8 @@ extern "C" int kern_attention_cuda_kernel(kern_attention_kernel_t which,
     if (dtype != KERN_DTYPE_BF16 && dtype != KERN_DTYPE_F16)
         return com_error_set(err, COM_EINVAL, "attention_cuda: dtype %d", (int)dtype);
     if (which == KERN_ATTENTION_AUTO) /* see kern_attention_cuda in attention.h */
-        which = max_tokens >= 512 && kern_attention_wgmma_valid(p) && ldo % 8 == 0 &&
-                        kern::aligned16(out)
+        which = max_tokens >= 512 && kern_attention_wgmma_valid(p) &&
+                        kern_attention_wgmma_out_ok(out, ldo)
                     ? KERN_ATTENTION_WGMMA
                     : KERN_ATTENTION_MMA;
     if (which == KERN_ATTENTION_WGMMA)

@@ -84,10 +84,12 @@ int32_t kern_attention_tiles_build(int32_t *tiles, int32_t max_tokens, const int
  * table (kern_attention_tiles_cap(max_tokens) entries; the grid is sized by that), which the wgmma
  * kernel follows; the mma.sync kernel ignores it (same results). Rows past *n_tokens are not
  * written. Supported: head_dim 32 and 64 (128 later), GQA (n_kv_heads divides
- * n_heads), causal or not; ld* multiples of 8 and pointers 16-byte aligned (else COM_EINVAL /
- * COM_EUNSUPPORTED). cu_seqlens, tok_seq, *n_tokens and tiles may be read before the kernel's PDL
- * wait (kernels/kern_cuda_dev.cuh), so the grid launched just before it on the stream must not
- * write them (q/k/v may be its output). Enqueued on stream. */
+ * n_heads), causal or not; q / k / v 16-byte aligned with ldq / ldk / ldv multiples of 8, out
+ * 4-byte aligned with ldo even (else COM_EINVAL / COM_EUNSUPPORTED; the wgmma kernel stores
+ * 16-byte pieces and is taken only for out 16-byte aligned with ldo a multiple of 8).
+ * cu_seqlens, tok_seq, *n_tokens and tiles may be read before the kernel's PDL wait
+ * (kernels/kern_cuda_dev.cuh), so the grid launched just before it on the stream must not write
+ * them (q/k/v may be its output). Enqueued on stream. */
 int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
                         int64_t ldo,                    /* [max_tokens, ...], device, in dtype */
                         const uint16_t *q, int64_t ldq, /* device, in dtype */

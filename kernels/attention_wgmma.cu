@@ -545,11 +545,6 @@ int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const
              int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
              const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens,
              const int32_t *tiles, int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
-    if (ldo % 8 != 0 || !kern::aligned16(out)) /* the output's 16-byte stores */
-        return com_error_set(err, COM_EINVAL,
-                             "attention_wgmma: out needs 16-byte alignment and ldo a multiple of 8 "
-                             "(ldo %lld)",
-                             (long long)ldo);
     auto *kfn = k_attention_wgmma<D, HD, CAUSAL>;
     constexpr size_t smem = AttnCfg<HD>::kSmem;
     static std::atomic<uint64_t> s_ready{0};
@@ -607,6 +602,10 @@ bool kern_attention_wgmma_valid(const kern_attention_params_t *p) {
     return p && (p->head_dim == 32 || p->head_dim == 64) && kern_sm90a_device();
 }
 
+bool kern_attention_wgmma_out_ok(const uint16_t *out, int64_t ldo) {
+    return ldo % 8 == 0 && kern::aligned16(out); /* the output's 16-byte stores */
+}
+
 int kern_attention_wgmma_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
                               int64_t ldo, const uint16_t *q, int64_t ldq, const uint16_t *k,
                               int64_t ldk, const uint16_t *v, int64_t ldv, const int32_t *cu,
@@ -616,6 +615,11 @@ int kern_attention_wgmma_cuda(const kern_attention_params_t *p, kern_dtype_t dty
         return com_error_set(err, COM_EUNSUPPORTED,
                              "attention_wgmma: needs compute capability 9.0 and head_dim 32 or "
                              "64");
+    if (!kern_attention_wgmma_out_ok(out, ldo))
+        return com_error_set(err, COM_EINVAL,
+                             "attention_wgmma: out needs 16-byte alignment and ldo a multiple of 8 "
+                             "(ldo %lld)",
+                             (long long)ldo);
     if (dtype == KERN_DTYPE_F16)
         return s_launch_dtype<KERN_DTYPE_F16>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
                                               n_tokens, tiles, max_tokens, stream, err);

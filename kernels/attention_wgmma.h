@@ -9,8 +9,10 @@
 
 /* true iff the current device can run it (compute capability 9.0) and head_dim is 32 or 64 */
 bool kern_attention_wgmma_valid(const kern_attention_params_t *p);
-/* q, k, v, out in dtype (bf16 or binary16; else COM_EINVAL); out 16-byte aligned and ldo a
- * multiple of 8 (else COM_EINVAL) */
+/* true iff out and ldo suit its 16-byte output stores: out 16-byte aligned, ldo a multiple of 8 */
+bool kern_attention_wgmma_out_ok(const uint16_t *out, int64_t ldo);
+/* q, k, v, out in dtype (bf16 or binary16; else COM_EINVAL); out and ldo as
+ * kern_attention_wgmma_out_ok wants (else COM_EINVAL) */
 int kern_attention_wgmma_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
                               int64_t ldo, const uint16_t *q, int64_t ldq, const uint16_t *k,
                               int64_t ldk, const uint16_t *v, int64_t ldv, const int32_t *cu,
