@@ -20,9 +20,12 @@
  *   O += P V         4 x wgmma.m64nHDk16 with P as the register A operand (the S accumulators
  *                    re-packed to type D, no shared memory) and V read MN-major from shared memory
  *                    (the transpose flag), so nothing is transposed;
- *   l += P 1         the row sums on the tensor cores too: 4 x wgmma.m64n8k16 of P against a
- *                    shared-memory block of ones, in the same commit group (the sums are of the
- *                    rounded P that PV multiplies, and cost no FADD or shuffle).
+ *   l += P 1         the row sums on the tensor cores too, as P times ones (the sums are of the
+ *                    rounded P that PV multiplies, and cost no FADD or shuffle): at head dim 32
+ *                    folded into PV, whose wgmma is m64n40k16 with V's N running on into a tile
+ *                    of ones (the descriptor's lbo); at 64 (the ones would not fit) 4 x
+ *                    wgmma.m64n8k16 of P against 1 KiB of ones, in PV's commit group (the
+ *                    fold: 1.6% off the head-dim-32 kernel, session 35).
  * The lazy check and the tensor-core sums take ~25% of the instructions off a key block (~307 ->
  * ~230 a warp in SASS) and 4-6% off the kernel (session 32): it is latency-bound, not issue-bound.
  * Pipelining (FlashAttention-3's intra-warp-group overlap): block j + 1's S is issued before O is
@@ -56,7 +59,8 @@
  * maps encoded per launch; a captured graph keeps them, the buffers being fixed).
  *
  * Launch configurations: bf16 / f16 x HD 32 / 64 x causal no / yes. Shared memory: the Q tile, 4
- * stages of K and V, 64 x HD 16-bit values each, and 1 KiB of ones: 74 KiB at head dim 64. Tested
+ * stages of K and V, 64 x HD 16-bit values each, and the ones (a 4 KiB tile at head dim 32, 1 KiB
+ * at 64): 41 KiB at head dim 32, 74 KiB at 64. Tested
  * by tests/test_kernels_cuda.c beside the mma.sync kernel; timed by bench_kernels_cuda. */
 #include <math.h>
 
@@ -79,9 +83,16 @@ template <int HD> struct AttnCfg {
     static constexpr int kTileBytes = 64 * kRowBytes; /* a 64-row tile of Q, K or V */
     static constexpr uint32_t kMode = HD == 64 ? kern::kSwizzle128B : kern::kSwizzle64B;
     static constexpr uint32_t kGroup = 8 * kRowBytes; /* 8-row group stride */
-    /* the Q tile, then kStages stages of (K, V), then 1 KiB of ones (the row sums' B operand); +
-     * 1 KiB to align to the swizzle atom */
-    static constexpr size_t kSmem = (size_t)(1 + 2 * kStages) * kTileBytes + 2048;
+    /* Head dim 32 folds the row sums into PV: V's N runs on past its 32 columns into a tile of
+     * ones (the descriptor's second 64-byte piece of N, lbo bytes on), so one m64n40k16 gives O
+     * and l (four m64n8k16 of P x ones fewer a block). Head dim 64 would need an 8 KiB tile of
+     * ones, past the shared memory of 3 CTAs with 4 stages (with 3 stages it was 12% slower,
+     * session 35), and keeps the separate sums (1 KiB of ones). */
+    static constexpr bool kFold = HD == 32;
+    static constexpr int kOnesBytes = kFold ? kTileBytes : 1024;
+    /* the Q tile, then kStages stages of (K, V), then the ones; + 1 KiB to align to the swizzle
+     * atom */
+    static constexpr size_t kSmem = (size_t)(1 + 2 * kStages) * kTileBytes + kOnesBytes + 1024;
     static_assert(HD == 32 || HD == 64, "head dim 32 or 64");
 };
 
@@ -227,12 +238,19 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
     /* the operands' descriptors at stage 0; a stage or k16 step adds its bytes / 16 to the start
      * address field (shared addresses stay below 2^18, so it never carries out) */
     const uint32_t sones = skv + 2 * kStages * C::kTileBytes;
+    /* V's lbo: folded, the ones from stage 0's V (a later stage's is that less its offset) */
+    const uint32_t vlbo = C::kFold ? sones - (skv + C::kTileBytes) : C::kGroup;
     const uint64_t qdesc = kern::wgmma_desc(sq, C::kMode, 16, C::kGroup),
                    kdesc = kern::wgmma_desc(skv, C::kMode, 16, C::kGroup),
-                   vdesc = kern::wgmma_desc(skv + C::kTileBytes, C::kMode, C::kGroup, C::kGroup),
+                   vdesc = kern::wgmma_desc(skv + C::kTileBytes, C::kMode, vlbo, C::kGroup),
                    onesdesc = kern::wgmma_desc(sones, 0, 128, 256); /* any layout reads ones */
     auto desc_at = [](uint64_t d, uint32_t bytes) { return d + (uint64_t)(bytes >> 4); };
     auto stage_off = [](int j) { return (uint32_t)(j % kStages) * 2 * C::kTileBytes; };
+    /* V of block j at k16 slice kk; folded, lbo still reaches the one tile of ones */
+    auto v_desc = [&](int j, int kk) {
+        const uint64_t d = desc_at(vdesc, stage_off(j) + (uint32_t)kk * 16 * C::kRowBytes);
+        return C::kFold ? d - ((uint64_t)(stage_off(j) >> 4) << 16) : d;
+    };
     /* K/V blocks by TMA from thread 0 (rows past max_tokens read as zeros; rows in [n_tokens,
      * max_tokens) are loaded and then masked, V's zeroed by block_wait), completing on full[] */
     auto load_kv = [&](int j) {
@@ -291,13 +309,14 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         }
     };
 
-    float o[HD / 2];
+    /* O, then the rows' sums of P from the tensor cores as P x ones (o[HD / 2 + 2 i] is row i's;
+     * all four columns agree): the accumulator of m64n(HD + 8), one 8-column group more */
+    float o[HD / 2 + 4];
 #pragma unroll
-    for (int i = 0; i < HD / 2; i++)
+    for (int i = 0; i < HD / 2 + 4; i++)
         o[i] = 0.f;
-    /* the rows' reference maxima (scaled, base 2), their negation (0 while -inf) and their sums
-     * of P, from the tensor cores as P x ones (lsum[2 i] is row i's; all four columns agree) */
-    float m_run[2] = {-INFINITY, -INFINITY}, negm[2] = {0.f, 0.f}, lsum[4] = {0.f, 0.f, 0.f, 0.f};
+    /* the rows' reference maxima (scaled, base 2) and their negation (0 while -inf) */
+    float m_run[2] = {-INFINITY, -INFINITY}, negm[2] = {0.f, 0.f};
     /* each row's first key block, where the exact path sets its reference (-1: no live row) */
     int32_t jfirst[2];
 #pragma unroll
@@ -427,24 +446,25 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
             block_wait(j + 1);
             issue_qk(j + 1, s_next, desc);
         }
-        if (resc) { /* warp-uniform */
+        if (resc) /* warp-uniform; O and the sums */
 #pragma unroll
-            for (int g = 0; g < HD / 8; g++)
+            for (int g = 0; g < HD / 8 + 1; g++)
 #pragma unroll
                 for (int i = 0; i < 2; i++)
                     o[4 * g + 2 * i] *= alpha[i], o[4 * g + 2 * i + 1] *= alpha[i];
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                lsum[c] *= alpha[c / 2];
-        }
         kern::wg_fence();
+        if constexpr (C::kFold) {
 #pragma unroll
-        for (int kk = 0; kk < kBN / 16; kk++)
-            kern::wgmma_rs<HD, 1, D>(
-                o, pa[kk], desc_at(vdesc, stage_off(j) + (uint32_t)kk * 16 * C::kRowBytes), 1);
+            for (int kk = 0; kk < kBN / 16; kk++)
+                kern::wgmma_rs<HD + 8, 1, D>(o, pa[kk], v_desc(j, kk), 1);
+        } else {
 #pragma unroll
-        for (int kk = 0; kk < kBN / 16; kk++)
-            kern::wgmma_rs<8, 0, D>(lsum, pa[kk], onesdesc, 1);
+            for (int kk = 0; kk < kBN / 16; kk++)
+                kern::wgmma_rs<HD, 1, D>(o, pa[kk], v_desc(j, kk), 1);
+#pragma unroll
+            for (int kk = 0; kk < kBN / 16; kk++)
+                kern::wgmma_rs<8, 0, D>(o + HD / 2, pa[kk], onesdesc, 1);
+        }
         kern::wg_commit();
         if constexpr (more) {
             kern::wg_wait<1>(); /* S_{j+1} done; PV_j may still run */
@@ -454,7 +474,6 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         }
         kern::wg_wait<0>();
         kern::acc_fence(o);
-        kern::acc_fence(lsum);
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; kk++)
             kern::acc_fence(pa[kk]);
@@ -466,11 +485,14 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
     float s[kBN / 2], alpha_a[2], alpha_b[2];
     bool resc_a, resc_b;
     uint32_t pa_a[kBN / 16][4], pa_b[kBN / 16][4]; /* P of even / odd blocks */
-    { /* the ones the row sums multiply P by: 8 bytes a thread */
+    { /* the ones the row sums multiply P by: 8 bytes a thread a KiB */
         const uint32_t one2 = D == KERN_DTYPE_F16 ? 0x3c003c00u : 0x3f803f80u;
-        asm volatile("st.shared.v2.u32 [%0], {%1, %1};\n" ::"r"(sones + 8u * (uint32_t)tid),
-                     "r"(one2)
-                     : "memory");
+#pragma unroll
+        for (int i = 0; i < C::kOnesBytes / 1024; i++)
+            asm volatile(
+                "st.shared.v2.u32 [%0], {%1, %1};\n" ::"r"(sones + 1024u * i + 8u * (uint32_t)tid),
+                "r"(one2)
+                : "memory");
     }
     kern::cp_async_wait<0>(); /* Q and the ones, visible to the wgmmas (async proxy) */
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -514,7 +536,7 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
         const int rw = lane / 4 + 8 * i;
         const int32_t r = q0 + 16 * warp + rw;
         stored[i] = __ballot_sync(0xffffffffu, r < r_end && lo[i] < hi[i]);
-        const float inv = 1.0f / lsum[2 * i];
+        const float inv = 1.0f / o[HD / 2 + 2 * i];
 #pragma unroll
         for (int g = 0; g < kChunks; g++)
             asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(swarp + (uint32_t)rw * (HD * 2) +

@@ -30,8 +30,9 @@ enum : uint32_t { kSwizzle128B = 1, kSwizzle64B = 2 };
  * the tile 1024-byte aligned; sbo: the stride between 8-row groups (8 x the row length), lbo the
  * leading byte offset. K-major operand (rows along M/N, K along the row): lbo is ignored (16 by
  * convention); a k16 step adds 32 bytes to addr. MN-major operand (trans-b: rows along K, N along
- * the row, N <= one row): a k16 step adds 16 rows; pass the group stride as lbo too, so that
- * either reading of the two fields for this layout holds (the tile never steps along N). */
+ * the row): a k16 step adds 16 rows; sbo is the 8-row group stride and lbo the stride from one
+ * row-long piece of N to the next (CUTLASS's canonical ((T,w,m),(8,k)):((1,T,LBO),(wT,SBO))),
+ * unused while N fits one row. */
 __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t mode, uint32_t lbo,
                                                uint32_t sbo) {
     return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) |
@@ -63,6 +64,7 @@ template <int N> __device__ __forceinline__ void acc_fence(uint32_t (&d)[N]) {
     "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),    \
         "+f"(d[i + 6]), "+f"(d[i + 7])
 #define EMBER_R16 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+#define EMBER_R20 EMBER_R16 ", %16, %17, %18, %19"
 #define EMBER_R32                                                                                  \
     EMBER_R16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define EMBER_R64                                                                                  \
@@ -126,6 +128,8 @@ EMBER_WGMMA_SS(256, EMBER_R128, "%128", "%129", "%130", "%131", EMBER_ACC128)
 EMBER_WGMMA_RS(8, "%0, %1, %2, %3", "{%4, %5, %6, %7}", "%8", "%9", "%10", "+f"(d[0]), "+f"(d[1]),
                "+f"(d[2]), "+f"(d[3]))
 EMBER_WGMMA_RS(32, EMBER_R16, "{%16, %17, %18, %19}", "%20", "%21", "%22", EMBER_ACC16)
+EMBER_WGMMA_RS(40, EMBER_R20, "{%20, %21, %22, %23}", "%24", "%25", "%26", EMBER_ACC16, "+f"(d[16]),
+               "+f"(d[17]), "+f"(d[18]), "+f"(d[19]))
 EMBER_WGMMA_RS(64, EMBER_R32, "{%32, %33, %34, %35}", "%36", "%37", "%38", EMBER_ACC32)
 #undef EMBER_WGMMA_SS
 #undef EMBER_WGMMA_RS
@@ -138,6 +142,7 @@ EMBER_WGMMA_RS(64, EMBER_R32, "{%32, %33, %34, %35}", "%36", "%37", "%38", EMBER
 #undef EMBER_R96
 #undef EMBER_R64
 #undef EMBER_R32
+#undef EMBER_R20
 #undef EMBER_R16
 #undef EMBER_F8
 
@@ -160,6 +165,8 @@ __device__ __forceinline__ void wgmma_rs(float *d, const uint32_t *a, uint64_t b
         wgmma_rs8<TB, D>(d, a, b, scale_d);
     else if constexpr (N == 32)
         wgmma_rs32<TB, D>(d, a, b, scale_d);
+    else if constexpr (N == 40)
+        wgmma_rs40<TB, D>(d, a, b, scale_d);
     else
         wgmma_rs64<TB, D>(d, a, b, scale_d);
 }
