@@ -11,7 +11,7 @@
  * by up to a step (a 0.44 s window read 812 W on a 700 W board, session 34): the energy is the
  * slope between the counter's first and last steps inside the window times the window's length,
  * and windows under 0.2 s or with fewer than two steps report none.
- * Header-only; one meter per process. */
+ * Header-only; one meter per process, open until it exits. */
 #ifndef EMBER_BENCH_BENCH_ENERGY_H
 #define EMBER_BENCH_BENCH_ENERGY_H
 
@@ -130,6 +130,8 @@ static inline bench_energy_window_t bench_energy_stop(bench_energy_t *e) {
         return w;
     w.mj = (double)(e->mj_last - e->mj_first) / (e->t_last - e->t_first) * w.seconds;
     double *v = malloc((size_t)e->n * sizeof *v);
+    if (!v) /* the energy stands; the clocks stay 0 */
+        return w;
     int capped = 0;
     for (int i = 0; i < e->n; i++)
         v[i] = e->mhz[i], capped += e->cap[i];
@@ -138,12 +140,6 @@ static inline bench_energy_window_t bench_energy_stop(bench_energy_t *e) {
     w.capped = (double)capped / e->n;
     free(v);
     return w;
-}
-
-static inline void bench_energy_close(bench_energy_t *e) {
-    if (e->lib)
-        dlclose(e->lib);
-    e->lib = NULL;
 }
 
 #endif

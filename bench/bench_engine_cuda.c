@@ -203,14 +203,18 @@ static void s_energy_open(const char *device) {
     fprintf(stderr, "energy not measured: %s\n", why);
 }
 
-/* " energy X mJ a run ..." for a profile line, or "" when the window was not measured */
-static const char *s_energy_text(const bench_energy_window_t *w, int runs, char *buf, size_t cap) {
+/* "PREFIX X mJ a run, Y mJ per 1000 tokens (W), SM clock ..." for a window of runs of tokens
+ * each (every energy line the benches print; bench/gpu/ab_table.py reads the profile lines'), or
+ * "" when the window was not measured */
+static const char *s_energy_text(const char *prefix, const bench_energy_window_t *w, int64_t runs,
+                                 int64_t tokens, char *buf, size_t cap) {
     if (w->mj < 0)
         return "";
     snprintf(buf, cap,
-             "; energy %.2f mJ a run (%.0f W), SM clock median %.0f MHz (min %.0f), power-capped "
-             "%.0f%% of the time",
-             w->mj / runs, w->mj / w->seconds * 1e-3, w->mhz_median, w->mhz_min, 100 * w->capped);
+             "%s%.2f mJ a run, %.3f mJ per 1000 tokens (%.0f W), SM clock median %.0f MHz (min "
+             "%.0f), power-capped %.0f%% of the time",
+             prefix, w->mj / (double)runs, w->mj / (double)runs / (double)tokens * 1e3,
+             w->mj / w->seconds * 1e-3, w->mhz_median, w->mhz_min, 100 * w->capped);
     return buf;
 }
 
@@ -300,7 +304,7 @@ static int s_profile(const char *dir, const char *device, const char *name, int 
         com_prng_seed(&rng, 42);
         work_t w = s_case(one, wrk_engine_model(e)->vocab_size, &rng);
         const timing_t t = s_time(e, &w, 1, reps);
-        char sum[64] = "", en[192];
+        char sum[64] = "", en[256];
         if (t.chunks > 1)
             snprintf(sum, sizeof sum, " (%d chunks' times summed; lanes overlap)", t.chunks);
         printf("profile %s %s %s: %d seqs, %d tokens: wall median %.4f ms p99 %.4f ms, GPU "
@@ -308,7 +312,7 @@ static int s_profile(const char *dir, const char *device, const char *name, int 
                "%.4f (CUDA calls %.4f), latency %.4f, deliver %.4f ms%s\n",
                dir, device, one, (int)w.n_seqs, (int)w.n_tokens, t.wall, t.wall_p99, t.gpu, sum,
                w.n_tokens / (t.wall * 1e-3), t.submit, t.enqueue, t.launch, t.latency, t.deliver,
-               s_energy_text(&t.energy, reps, en, sizeof en));
+               s_energy_text("; energy ", &t.energy, reps, w.n_tokens, en, sizeof en));
         free(w.ids), free(w.cu);
     }
     wrk_engine_destroy(&e);
@@ -395,16 +399,13 @@ static int s_concurrent(const char *dir, const char *device, int n_engines, int 
         }
         const bench_energy_window_t en = bench_energy_stop(&g_energy);
         pthread_barrier_destroy(&go);
-        const int64_t tokens = (int64_t)n_engines * reps * depth * w.n_tokens;
-        char ent[160] = "";
-        if (en.mj >= 0)
-            snprintf(ent, sizeof ent,
-                     "; energy %.3f mJ per 1000 tokens (%.0f W), SM clock median %.0f MHz",
-                     en.mj / (double)tokens * 1e3, en.mj / en.seconds * 1e-3, en.mhz_median);
+        const int64_t runs = (int64_t)n_engines * reps * depth, tokens = runs * w.n_tokens;
+        char ent[256];
         printf("concurrent %s %s: %d engines, max_batch_tokens %d, depth %d, %d x %d x %d tokens "
                "each: %.1f ms, %.0f tokens/s together%s\n",
                dir, device, n_engines, mbt, depth, reps, depth, (int)w.n_tokens, slowest,
-               (double)tokens / (slowest * 1e-3), ent);
+               (double)tokens / (slowest * 1e-3),
+               s_energy_text("; energy ", &en, runs, w.n_tokens, ent, sizeof ent));
         free(w.ids), free(w.cu);
     }
     for (int i = 0; i < n_engines; i++)
@@ -496,14 +497,13 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
         int runs, tokens;
     } en[] = {{"one batch", r1.energy, reps / 10 + 5, rag.n_tokens},
               {"4 copies in flight", sus_en, n_sus, kCopies * rag.n_tokens}};
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
+        char prefix[64], text[320];
+        snprintf(prefix, sizeof prefix, "energy, 100 texts, %s: ", en[i].what);
         if (en[i].w.mj >= 0)
-            printf("energy, 100 texts, %s: %.1f mJ a run, %.3f mJ per 1000 tokens (%.0f W), SM "
-                   "clock median %.0f MHz (min %.0f), power-capped %.0f%% of the time\n",
-                   en[i].what, en[i].w.mj / en[i].runs,
-                   en[i].w.mj / en[i].runs / en[i].tokens * 1e3,
-                   en[i].w.mj / en[i].w.seconds * 1e-3, en[i].w.mhz_median, en[i].w.mhz_min,
-                   100 * en[i].w.capped);
+            printf("%s\n",
+                   s_energy_text(prefix, &en[i].w, en[i].runs, en[i].tokens, text, sizeof text));
+    }
     if (r1.chunks > 1)
         printf("GPU ms sums the batch's chunk times: the ragged batch ran as %d chunks on lanes "
                "that overlap, so it can exceed the wall time\n",

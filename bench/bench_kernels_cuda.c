@@ -75,6 +75,41 @@ static double g_sustain_s;
 static int32_t g_row_tokens; /* the token count of the rows being timed (0: none) */
 static bench_energy_t g_energy;
 
+/* A sustained run: batches of launches back to back until BENCH_SUSTAIN_S has passed, one batch
+ * queued behind the running one so the GPU never waits, inside an energy window:
+ *   s_sustain_t s = s_sustain_begin(); do { LAUNCH A BATCH } while (s_sustain_next(&s, ...));
+ *   sustained_t r = s_sustain_end(&s, st); */
+typedef struct s_sustain {
+    double t0;
+    int64_t runs; /* launches so far */
+    int batches;
+} s_sustain_t;
+
+static s_sustain_t s_sustain_begin(void) {
+    bench_energy_start(&g_energy);
+    return (s_sustain_t){bench_now_s(), 0, 0};
+}
+
+/* after a batch of runs launches on st: records its end, waits for the batch before it (e0 / e1
+ * alternate); false once the time is up */
+static bool s_sustain_next(s_sustain_t *s, int runs, cudaStream_t st, cudaEvent_t e0,
+                           cudaEvent_t e1) {
+    s->runs += runs;
+    KERN_CUDA_FATAL(cudaEventRecord(s->batches % 2 ? e1 : e0, st));
+    if (s->batches > 0)
+        KERN_CUDA_FATAL(cudaEventSynchronize(s->batches % 2 ? e0 : e1));
+    s->batches++;
+    return bench_now_s() - s->t0 < g_sustain_s;
+}
+
+/* the us and mJ per launch at the cap (mj -1 without an energy reading) */
+static sustained_t s_sustain_end(const s_sustain_t *s, cudaStream_t st) {
+    KERN_CUDA_FATAL(cudaStreamSynchronize(st));
+    const bench_energy_window_t w = bench_energy_stop(&g_energy);
+    return (sustained_t){1e6 * (bench_now_s() - s->t0) / (double)s->runs,
+                         w.mj >= 0 ? w.mj / (double)s->runs : -1, w.mhz_median, w.capped};
+}
+
 static int s_cmp(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;
@@ -119,25 +154,15 @@ static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
         rw->us = 1e3 * ms[7] / reps;                                                               \
         rw->rate = (work) / (rw->us * 1e-6) / 1e9;                                                 \
         rw->unit = unit_;                                                                          \
-        rw->sus.us = 0;                                                                            \
+        rw->sus = (sustained_t){0, -1, 0, 0};                                                      \
         if (g_sustain_s > 0 && g_row_tokens == kSustainT) {                                        \
-            int64_t n_ = 0;                                                                        \
-            const double t0_ = bench_now_s();                                                      \
-            bench_energy_start(&g_energy);                                                         \
-            /* one batch of reps queued behind the running one, so the GPU never waits */          \
-            for (int b_ = 0; bench_now_s() - t0_ < g_sustain_s; b_++, n_ += reps) {                \
+            s_sustain_t s_ = s_sustain_begin();                                                    \
+            do {                                                                                   \
                 for (int r = 0; r < reps; r++) {                                                   \
                     launch;                                                                        \
                 }                                                                                  \
-                KERN_CUDA_FATAL(cudaEventRecord(b_ % 2 ? e1 : e0, st));                            \
-                if (b_ > 0)                                                                        \
-                    KERN_CUDA_FATAL(cudaEventSynchronize(b_ % 2 ? e0 : e1));                       \
-            }                                                                                      \
-            KERN_CUDA_FATAL(cudaStreamSynchronize(st));                                            \
-            const bench_energy_window_t w_ = bench_energy_stop(&g_energy);                         \
-            rw->sus =                                                                              \
-                (sustained_t){1e6 * (bench_now_s() - t0_) / (double)n_,                            \
-                              w_.mj >= 0 ? w_.mj / (double)n_ : -1, w_.mhz_median, w_.capped};     \
+            } while (s_sustain_next(&s_, reps, st, e0, e1));                                       \
+            rw->sus = s_sustain_end(&s_, st);                                                      \
         }                                                                                          \
     } while (0)
 
@@ -177,21 +202,13 @@ static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p
         KERN_CUDA_FATAL(cudaEventElapsedTime(&ms[i], e0, e1));
     }
     qsort(ms, kSamples, sizeof *ms, s_cmp);
-    sus->us = 0;
+    *sus = (sustained_t){0, -1, 0, 0}; /* not run */
     if (g_sustain_s > 0 && 1e3 * ms[kSamples / 2] / kRuns <= sustain_below_us) {
-        int64_t n = 0;
-        const double t0 = bench_now_s();
-        bench_energy_start(&g_energy);
-        for (int i = 0; bench_now_s() - t0 < g_sustain_s; i++, n += kRuns) {
+        s_sustain_t s = s_sustain_begin();
+        do
             KERN_CUDA_FATAL(cudaGraphLaunch(ge, st));
-            KERN_CUDA_FATAL(cudaEventRecord(i % 2 ? e1 : e0, st));
-            if (i > 0) /* one replay queued behind the running one */
-                KERN_CUDA_FATAL(cudaEventSynchronize(i % 2 ? e0 : e1));
-        }
-        KERN_CUDA_FATAL(cudaStreamSynchronize(st));
-        const bench_energy_window_t en = bench_energy_stop(&g_energy);
-        *sus = (sustained_t){1e6 * (bench_now_s() - t0) / (double)n,
-                             en.mj >= 0 ? en.mj / (double)n : -1, en.mhz_median, en.capped};
+        while (s_sustain_next(&s, kRuns, st, e0, e1));
+        *sus = s_sustain_end(&s, st);
     }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
