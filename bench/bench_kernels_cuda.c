@@ -26,9 +26,26 @@
  * (the same candidates with binary16 operands; default bf16) and "residual=16" (the "+ln"
  * GEMMs' residual in the operands' 16-bit type with y updated in place on it, as the engine's
  * 16-bit residual streams run; default fp32).
- * BENCH_SUSTAIN_S=SECONDS in the environment: each row at 16384 tokens (first form) or each
- * candidate (gemms) then also runs back to back for that long, at the power cap as the engine's
- * long passes run, and prints its time and energy per launch and the SM clock (NVML). */
+ * bench_kernels_cuda ffn OUT.json [T,...] [pdl=off]: the fused FFN sublayer (kernels/ffn.h,
+ * kern_ffn_cuda; Hopper) beside the unfused pair the engine runs today (FFN-up with
+ * KERN_LINEAR_BIAS_GELU, then FFN-down with KERN_LINEAR_BIAS_ADD_LN on the binary16 residual x, in
+ * place, as worker/model_bert_cuda.c runs MiniLM in f16; both plans tuned) at MiniLM's shape
+ * (hidden 384, inter 1536), binary16, 1024, 4096, 16384, 16896 (one wave of 128-row tiles on
+ * 132 SMs), 20480 and 27392 tokens (or the listed ones),
+ * and the fused op: us per call
+ * (CUDA graphs, as gemms), fused / unfused, and sustained at the power cap (2 s per row unless
+ * BENCH_SUSTAIN_S says otherwise; 0: not) with mJ per call where NVML measures it. JSON:
+ * {"mode": "ffn", "hidden", "inter", "dtype", "pdl", "sustain_s", "fused_supported", "ffn":
+ * [{"tokens", "unfused": {"us", "sustained_us", "sustained_sm_mhz", "power_capped", "mj", "ffn1",
+ * "ffn2" (the plans' descriptions)}, "fused_configs": [{"config", "name", "us", "sustained_us",
+ * "sustained_sm_mhz", "power_capped", "mj", "ratio_us", "ratio_sustained_us", "ratio_mj"}],
+ * "ratio_us", "ratio_sustained_us", "ratio_mj" (fused / unfused)}]},
+ * null where not run or not measured. Without the fused op (kern_ffn_supported false) the unfused
+ * pair alone (fused_configs empty, ratios null).
+ * BENCH_SUSTAIN_S=SECONDS in the environment: each row at 16384 tokens (first form), each
+ * candidate (gemms) or each variant (ffn) then also runs back to back for that long, at the power
+ * cap as the engine's long passes run, and prints its time and energy per launch and the SM clock
+ * (NVML). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +62,7 @@
 #include "kernels/bias_gelu.h"
 #include "kernels/copy.h"
 #include "kernels/embed_layernorm.h"
+#include "kernels/ffn.h"
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
@@ -115,11 +133,11 @@ static int s_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* n random values in [-1, 1] of the 16-bit type dtype on the device */
-static void *s_rand_dev16(size_t n, com_prng_t *rng, kern_dtype_t dtype) {
+/* n random values in [lo, hi) of the 16-bit type dtype on the device */
+static void *s_rand_dev16_in(size_t n, com_prng_t *rng, kern_dtype_t dtype, float lo, float hi) {
     uint16_t *h = malloc(n * 2);
     for (size_t i = 0; i < n; i++) {
-        const float v = com_prng_uniform(rng, -1, 1);
+        const float v = com_prng_uniform(rng, lo, hi);
         h[i] = dtype == KERN_DTYPE_F16 ? com_half_from_f32(v) : kern_bf16_from_f32(v);
     }
     void *d = NULL;
@@ -127,6 +145,11 @@ static void *s_rand_dev16(size_t n, com_prng_t *rng, kern_dtype_t dtype) {
     KERN_CUDA_FATAL(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
     free(h);
     return d;
+}
+
+/* n random values in [-1, 1] of the 16-bit type dtype on the device */
+static void *s_rand_dev16(size_t n, com_prng_t *rng, kern_dtype_t dtype) {
+    return s_rand_dev16_in(n, rng, dtype, -1, 1);
 }
 
 static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
@@ -175,21 +198,19 @@ static void *s_rand_dev(size_t n_bf16, com_prng_t *rng) {
         }                                                                                          \
     } while (0)
 
-/* Median us per run of plan p: a graph of kRuns back-to-back kern_linear_cuda calls, replayed.
- * ln: the LayerNorm operands of an epilogue-3 plan, else NULL. With BENCH_SUSTAIN_S, and when
- * that median is at most sustain_below_us, the graph then replays back to back for that long:
- * *sus gets the us and mJ per run at the power cap (sus->us 0: not run). */
-static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p, uint16_t *y,
-                                const uint16_t *x, const uint16_t *w, const uint16_t *b,
-                                const kern_linear_ln_t *ln, void *ws, size_t ws_bytes,
-                                cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1,
-                                double sustain_below_us, sustained_t *sus) {
+/* Median us per run of launch(ctx, st) (the kernels of one run, enqueued on st): a graph of kRuns
+ * back-to-back runs, replayed. With BENCH_SUSTAIN_S, and when that median is at most
+ * sustain_below_us, the graph then replays back to back for that long: *sus gets the us and mJ per
+ * run at the power cap (sus->us 0: not run). */
+static double s_time_graph(void (*launch)(void *ctx, cudaStream_t st), void *ctx, cudaStream_t st,
+                           cudaEvent_t e0, cudaEvent_t e1, double sustain_below_us,
+                           sustained_t *sus) {
     enum { kRuns = 20, kSamples = 9 };
     cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
     KERN_CUDA_FATAL(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
     for (int r = 0; r < kRuns; r++)
-        S_OK(kern_linear_cuda(lt, p, y, x, w, b, ln, ws, ws_bytes, st, &e_));
+        launch(ctx, st);
     KERN_CUDA_FATAL(cudaStreamEndCapture(st, &g));
     KERN_CUDA_FATAL(cudaGraphInstantiate(&ge, g, 0));
     KERN_CUDA_FATAL(cudaGraphLaunch(ge, st));
@@ -213,6 +234,33 @@ static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
     return 1e3 * ms[kSamples / 2] / kRuns;
+}
+
+/* one kern_linear_cuda call, as s_time_graph's launch */
+typedef struct s_plan_run {
+    cublasLtHandle_t lt;
+    const kern_linear_plan_t *p;
+    uint16_t *y;
+    const uint16_t *x, *w, *b;
+    const kern_linear_ln_t *ln;
+    void *ws;
+    size_t ws_bytes;
+} s_plan_run_t;
+
+static void s_plan_launch(void *ctx, cudaStream_t st) {
+    const s_plan_run_t *c = ctx;
+    S_OK(kern_linear_cuda(c->lt, c->p, c->y, c->x, c->w, c->b, c->ln, c->ws, c->ws_bytes, st, &e_));
+}
+
+/* Median us per run of plan p (s_time_graph). ln: the LayerNorm operands of an epilogue-3 plan,
+ * else NULL. */
+static double s_time_plan_graph(cublasLtHandle_t lt, const kern_linear_plan_t *p, uint16_t *y,
+                                const uint16_t *x, const uint16_t *w, const uint16_t *b,
+                                const kern_linear_ln_t *ln, void *ws, size_t ws_bytes,
+                                cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1,
+                                double sustain_below_us, sustained_t *sus) {
+    s_plan_run_t c = {lt, p, y, x, w, b, ln, ws, ws_bytes};
+    return s_time_graph(s_plan_launch, &c, st, e0, e1, sustain_below_us, sus);
 }
 
 /* Whether v is one of the comma-separated numbers in list. */
@@ -395,6 +443,229 @@ static int s_gemm_candidates(const char *json, const gemm_filter_t *f, cudaStrea
     return 0;
 }
 
+/* ---- ffn mode: the fused FFN sublayer (kernels/ffn.h) beside the GEMM pair it replaces ---- */
+/* the unfused FFN as the engine runs it for MiniLM in binary16 (worker/model_bert_cuda.c): h =
+ * GELU(x W1^T + b1) (BIAS_GELU), then x = LN(h W2^T + b2 + x) in place (BIAS_ADD_LN, the binary16
+ * residual x, the GEMM's scratch tmp where the plan runs the LayerNorm as a kernel of its own) */
+typedef struct s_ffn_pair {
+    cublasLtHandle_t lt;
+    const kern_linear_plan_t *up, *down;
+    uint16_t *x, *h;
+    const uint16_t *w1, *b1, *w2, *b2;
+    const kern_linear_ln_t *ln;
+    void *ws;
+    size_t ws_bytes;
+} s_ffn_pair_t;
+
+static void s_ffn_pair_launch(void *ctx, cudaStream_t st) {
+    const s_ffn_pair_t *c = ctx;
+    S_OK(kern_linear_cuda(c->lt, c->up, c->h, c->x, c->w1, c->b1, NULL, c->ws, c->ws_bytes, st,
+                          &e_));
+    S_OK(kern_linear_cuda(c->lt, c->down, c->x, c->h, c->w2, c->b2, c->ln, c->ws, c->ws_bytes, st,
+                          &e_));
+}
+
+static void s_ffn_fused_launch(void *ctx, cudaStream_t st) {
+    S_OK(kern_ffn_cuda((const kern_ffn_args_t *)ctx, st, &e_));
+}
+
+/* "name": r, or null when r < 0 (not measured) */
+static void s_json_ratio(FILE *j, const char *name, double r) {
+    if (r >= 0)
+        fprintf(j, "\"%s\": %.4f", name, r);
+    else
+        fprintf(j, "\"%s\": null", name);
+}
+
+/* a sustained run's numbers as JSON members (null where not run or not measured) */
+static void s_json_sustained(FILE *j, const sustained_t *s) {
+    if (s->us > 0)
+        fprintf(j, "\"sustained_us\": %.3f, \"sustained_sm_mhz\": %.0f, \"power_capped\": %.3f, ",
+                s->us, s->mhz, s->capped);
+    else
+        fprintf(j, "\"sustained_us\": null, \"sustained_sm_mhz\": null, \"power_capped\": null, ");
+    if (s->us > 0 && s->mj >= 0)
+        fprintf(j, "\"mj\": %.4f", s->mj);
+    else
+        fprintf(j, "\"mj\": null");
+}
+
+/* bench_kernels_cuda ffn OUT.json [T,...] [pdl=off]: per token count (default 1024, 4096, 16384,
+ * 16896, 20480 and 27392), MiniLM's FFN (hidden 384, inter 1536) in binary16, y = x in place,
+ * every row live (n_rows on the device = T, as the forward pass passes it): (a) kern_ffn_cuda;
+ * (b) the unfused pair (s_ffn_pair_t), both plans tuned by kern_linear_plan_tune
+ * on these buffers as the engine's start-up does (n_rows NULL then, as there). Each timed as a CUDA
+ * graph of 20 back-to-back runs (s_time_graph), then sustained at the power cap for BENCH_SUSTAIN_S
+ * seconds (default 2 in this mode; 0: not) with the energy per run where NVML measures it. x starts
+ * from the same random values for both (the energy depends on the bits toggled), at a trained
+ * layer's scales: x of rms 1 (a LayerNorm's output), W1 and W2 of std 0.05, biases in +-0.1, gamma
+ * 1, beta 0. */
+static int s_ffn_bench(const char *json, const char *only_T, cudaStream_t st, cudaEvent_t e0,
+                       cudaEvent_t e1, cublasLtHandle_t lt, void *ws, size_t ws_bytes,
+                       com_prng_t *rng) {
+    enum { H = 384, I = 1536 };
+    /* 16896 tokens are one full wave of 128-row tiles on 132 SMs; 27392 is MiniLM's ragged
+     * bench batch's bucket (1.6 waves unsplit) */
+    static const int32_t Ts[] = {1024, 4096, 16384, 16896, 20480, 27392};
+    const int32_t T_max = Ts[sizeof Ts / sizeof *Ts - 1];
+    const kern_dtype_t dt = KERN_DTYPE_F16;
+    com_error_t err = {0};
+    const bool fused = kern_ffn_supported(dt, H, I);
+    enum { kMaxConfigs = 8 };
+    int32_t n_cfg = fused ? 1 : 0; /* the fused variants timed (one: the kernel) */
+    n_cfg = n_cfg < kMaxConfigs ? n_cfg : kMaxConfigs;
+    if (!fused)
+        printf("ffn: kern_ffn_supported(f16, %d, %d) is false on this device (the fused FFN needs "
+               "compute capability 9.0): the unfused pair alone\n",
+               H, I);
+    else if (kern_ffn_prepare(dt, &err) != 0) {
+        fprintf(stderr, "FATAL: kern_ffn_prepare: %s\n", err.msg);
+        return 1;
+    }
+    const float xr = 1.7320508f, wr = 0.05f * 1.7320508f; /* uniform of rms 1, std 0.05 */
+    uint16_t *x0 = s_rand_dev16_in((size_t)T_max * H, rng, dt, -xr, xr);
+    uint16_t *w1 = s_rand_dev16_in((size_t)I * H, rng, dt, -wr, wr);
+    uint16_t *w2 = s_rand_dev16_in((size_t)H * I, rng, dt, -wr, wr);
+    uint16_t *b1 = s_rand_dev16_in(I, rng, dt, -0.1f, 0.1f);
+    uint16_t *b2 = s_rand_dev16_in(H, rng, dt, -0.1f, 0.1f);
+    uint16_t *x = NULL, *h = NULL, *tmp = NULL;
+    float *gb = NULL;
+    int32_t *d_n = NULL;
+    KERN_CUDA_FATAL(cudaMalloc((void **)&x, (size_t)T_max * H * 2));
+    KERN_CUDA_FATAL(cudaMalloc((void **)&h, (size_t)T_max * I * 2));
+    KERN_CUDA_FATAL(cudaMalloc((void **)&tmp, (size_t)T_max * H * 2));
+    KERN_CUDA_FATAL(cudaMalloc((void **)&gb, (size_t)2 * H * 4));
+    KERN_CUDA_FATAL(cudaMalloc((void **)&d_n, 16));
+    float ones[H];
+    for (int32_t i = 0; i < H; i++)
+        ones[i] = 1.0f;
+    KERN_CUDA_FATAL(cudaMemcpy(gb, ones, sizeof ones, cudaMemcpyHostToDevice));
+    KERN_CUDA_FATAL(cudaMemset(gb + H, 0, (size_t)H * 4));
+    FILE *j = fopen(json, "w");
+    if (j)
+        fprintf(j,
+                "{\"mode\": \"ffn\", \"hidden\": %d, \"inter\": %d, \"dtype\": \"f16\", \"pdl\": "
+                "%s, \"sustain_s\": %.3f, \"fused_supported\": %s, \"ffn\": [\n",
+                H, I, kern_pdl_enabled() ? "true" : "false", g_sustain_s, fused ? "true" : "false");
+    printf("ffn: hidden %d, inter %d, binary16, y = x in place; CUDA graphs of 20 runs, median of "
+           "9%s\n",
+           H, I, g_sustain_s > 0 ? "; sustained for BENCH_SUSTAIN_S at the power cap" : "");
+    printf("%6s %-10s %10s %8s %s\n", "T", "variant", "us/call", "TFLOP/s",
+           g_sustain_s > 0 ? " sustained: us/call   mJ/call  SM MHz  power-capped" : "");
+    int n_json = 0;
+    for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++) {
+        const int32_t T = Ts[ti];
+        if (only_T && !s_in_list(only_T, T))
+            continue;
+        const double flop = 4.0 * T * H * I; /* the two GEMMs */
+        KERN_CUDA_FATAL(cudaMemcpy(d_n, &T, 4, cudaMemcpyHostToDevice));
+        KERN_CUDA_FATAL(cudaMemcpy(x, x0, (size_t)T * H * 2, cudaMemcpyDeviceToDevice));
+        kern_linear_ln_t ln = {.residual_f16 = x,
+                               .gamma = gb,
+                               .beta = gb + H,
+                               .eps = 1e-12f,
+                               .n_rows = NULL,
+                               .scratch = tmp};
+        kern_linear_plan_t *up = NULL, *down = NULL;
+        S_OK(kern_linear_plan_new(lt, T, H, I, KERN_LINEAR_BIAS_GELU, ws_bytes, 0, dt, &up, &e_));
+        S_OK(kern_linear_plan_tune(lt, up, h, x, w1, b1, NULL, ws, ws_bytes, st, NULL, &e_));
+        S_OK(kern_linear_plan_new(lt, T, I, H, KERN_LINEAR_BIAS_ADD_LN, ws_bytes, 0, dt, &down,
+                                  &e_));
+        S_OK(kern_linear_plan_tune(lt, down, x, h, w2, b2, &ln, ws, ws_bytes, st, NULL, &e_));
+        printf("%6d unfused: ffn1+gelu %s | ffn2+ln %s\n", (int)T, kern_linear_plan_describe(up),
+               kern_linear_plan_describe(down));
+        ln.n_rows = d_n;
+        /* (b) the unfused pair, x fresh */
+        KERN_CUDA_FATAL(cudaMemcpy(x, x0, (size_t)T * H * 2, cudaMemcpyDeviceToDevice));
+        s_ffn_pair_t pair = {lt, up, down, x, h, w1, b1, w2, b2, &ln, ws, ws_bytes};
+        /* [0] the unfused pair, [1] the fused op */
+        sustained_t sus[1 + kMaxConfigs];
+        double us[1 + kMaxConfigs];
+        for (int v = 0; v <= kMaxConfigs; v++)
+            sus[v] = (sustained_t){0, -1, 0, 0}, us[v] = -1;
+        us[0] = s_time_graph(s_ffn_pair_launch, &pair, st, e0, e1, INFINITY, &sus[0]);
+        /* (a) the fused op, x fresh again */
+        for (int32_t c = 0; c < n_cfg; c++) {
+            KERN_CUDA_FATAL(cudaMemcpy(x, x0, (size_t)T * H * 2, cudaMemcpyDeviceToDevice));
+            kern_ffn_args_t a = {.dtype = dt,
+                                 .y = x,
+                                 .x = x,
+                                 .w1 = w1,
+                                 .b1 = b1,
+                                 .w2 = w2,
+                                 .b2 = b2,
+                                 .gamma = gb,
+                                 .beta = gb + H,
+                                 .eps = 1e-12f,
+                                 .out_f32 = NULL,
+                                 .n_rows = d_n,
+                                 .n = T,
+                                 .hidden = H,
+                                 .inter = I};
+            us[1 + c] = s_time_graph(s_ffn_fused_launch, &a, st, e0, e1, INFINITY, &sus[1 + c]);
+        }
+        for (int v = 0; v <= n_cfg; v++) {
+            char vn[64];
+            snprintf(vn, sizeof vn, "%s", v ? "fused" : "unfused");
+            printf("%6d %-10s %10.2f %8.1f", (int)T, vn, us[v], flop / (us[v] * 1e-6) / 1e12);
+            if (sus[v].us > 0)
+                printf("  %18.2f %9.4f %7.0f %12.0f%%", sus[v].us, sus[v].mj, sus[v].mhz,
+                       100 * sus[v].capped);
+            printf("\n");
+        }
+        /* fused / unfused: time (graphs), sustained time, energy (-1: not measured) */
+        double r_us[1 + kMaxConfigs] = {0}, r_sus[1 + kMaxConfigs] = {0},
+                        r_mj[1 + kMaxConfigs] = {0};
+        for (int v = 1; v <= n_cfg; v++) {
+            r_us[v] = us[v] / us[0];
+            r_sus[v] = sus[v].us > 0 && sus[0].us > 0 ? sus[v].us / sus[0].us : -1;
+            r_mj[v] = sus[v].us > 0 && sus[0].us > 0 && sus[v].mj >= 0 && sus[0].mj >= 0
+                          ? sus[v].mj / sus[0].mj
+                          : -1;
+            printf("%6d fused / unfused: %.3f in time", (int)T, r_us[v]);
+            if (r_sus[v] >= 0)
+                printf(", %.3f sustained", r_sus[v]);
+            if (r_mj[v] >= 0)
+                printf(", %.3f in energy", r_mj[v]);
+            printf("\n");
+        }
+        if (j) {
+            fprintf(j, "%s {\"tokens\": %d, \"unfused\": {\"us\": %.3f, ", n_json++ ? ",\n" : "",
+                    (int)T, us[0]);
+            s_json_sustained(j, &sus[0]);
+            fprintf(j, ", \"ffn1\": \"%s\", \"ffn2\": \"%s\"}, \"fused_configs\": [",
+                    kern_linear_plan_describe(up), kern_linear_plan_describe(down));
+            for (int v = 1; v <= n_cfg; v++) {
+                fprintf(j, "%s{\"config\": %d, \"name\": \"%s\", \"us\": %.3f, ", v > 1 ? ", " : "",
+                        v - 1, "fused", us[v]);
+                s_json_sustained(j, &sus[v]);
+                fprintf(j, ", \"ratio_us\": %.4f, ", r_us[v]);
+                s_json_ratio(j, "ratio_sustained_us", r_sus[v]);
+                fprintf(j, ", ");
+                s_json_ratio(j, "ratio_mj", r_mj[v]);
+                fprintf(j, "}");
+            }
+            /* the fused op's ratios, at the top */
+            fprintf(j, "], ");
+            s_json_ratio(j, "ratio_us", n_cfg ? r_us[1] : -1);
+            fprintf(j, ", ");
+            s_json_ratio(j, "ratio_sustained_us", n_cfg ? r_sus[1] : -1);
+            fprintf(j, ", ");
+            s_json_ratio(j, "ratio_mj", n_cfg ? r_mj[1] : -1);
+            fprintf(j, "}");
+        }
+        kern_linear_plan_destroy(&up);
+        kern_linear_plan_destroy(&down);
+    }
+    if (j) {
+        fprintf(j, "\n]}\n");
+        fclose(j);
+    }
+    cudaFree(x0), cudaFree(w1), cudaFree(w2), cudaFree(b1), cudaFree(b2), cudaFree(x), cudaFree(h);
+    cudaFree(tmp), cudaFree(gb), cudaFree(d_n);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int n_dev = 0;
     if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev < 1) {
@@ -402,8 +673,10 @@ int main(int argc, char **argv) {
         return 77;
     }
     const bool gemms = argc > 2 && strcmp(argv[1], "gemms") == 0;
+    const bool ffn = argc > 2 && strcmp(argv[1], "ffn") == 0;
     const char *sustain = getenv("BENCH_SUSTAIN_S");
-    if (sustain && (g_sustain_s = atof(sustain)) > 0) {
+    g_sustain_s = sustain ? atof(sustain) : ffn ? 2.0 : 0.0; /* ffn: energy by default */
+    if (g_sustain_s > 0) {
         char pci[32], why[256] = "no PCI bus id for device 0";
         if (cudaDeviceGetPCIBusId(pci, sizeof pci, 0) != cudaSuccess ||
             !bench_energy_open(&g_energy, pci, why, sizeof why))
@@ -445,6 +718,17 @@ int main(int argc, char **argv) {
                 f.only_T = argv[a];
         }
         return s_gemm_candidates(argv[2], &f, st, e0, e1, lt, ws, ws_bytes, &rng);
+    }
+    if (ffn) {
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        const char *only_T = NULL;
+        for (int a = 3; a < argc; a++) {
+            if (strcmp(argv[a], "pdl=off") == 0)
+                kern_pdl_set(false);
+            else
+                only_T = argv[a];
+        }
+        return s_ffn_bench(argv[2], only_T, st, e0, e1, lt, ws, ws_bytes, &rng);
     }
     row_t rows[200];
     int n_rows = 0;

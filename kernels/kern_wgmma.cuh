@@ -121,6 +121,7 @@ template <int N> __device__ __forceinline__ void acc_fence(uint32_t (&d)[N]) {
 #define EMBER_ACC64  EMBER_ACC32, EMBER_F8(32), EMBER_F8(40), EMBER_F8(48), EMBER_F8(56)
 #define EMBER_ACC96  EMBER_ACC64, EMBER_F8(64), EMBER_F8(72), EMBER_F8(80), EMBER_F8(88)
 #define EMBER_ACC128 EMBER_ACC96, EMBER_F8(96), EMBER_F8(104), EMBER_F8(112), EMBER_F8(120)
+EMBER_WGMMA_SS(32, EMBER_R16, "%16", "%17", "%18", "%19", EMBER_ACC16)
 EMBER_WGMMA_SS(64, EMBER_R32, "%32", "%33", "%34", "%35", EMBER_ACC32)
 EMBER_WGMMA_SS(128, EMBER_R64, "%64", "%65", "%66", "%67", EMBER_ACC64)
 EMBER_WGMMA_SS(192, EMBER_R96, "%96", "%97", "%98", "%99", EMBER_ACC96)
@@ -131,6 +132,7 @@ EMBER_WGMMA_RS(32, EMBER_R16, "{%16, %17, %18, %19}", "%20", "%21", "%22", EMBER
 EMBER_WGMMA_RS(40, EMBER_R20, "{%20, %21, %22, %23}", "%24", "%25", "%26", EMBER_ACC16, "+f"(d[16]),
                "+f"(d[17]), "+f"(d[18]), "+f"(d[19]))
 EMBER_WGMMA_RS(64, EMBER_R32, "{%32, %33, %34, %35}", "%36", "%37", "%38", EMBER_ACC32)
+EMBER_WGMMA_RS(192, EMBER_R96, "{%96, %97, %98, %99}", "%100", "%101", "%102", EMBER_ACC96)
 #undef EMBER_WGMMA_SS
 #undef EMBER_WGMMA_RS
 #undef EMBER_ACC128
@@ -150,7 +152,9 @@ EMBER_WGMMA_RS(64, EMBER_R32, "{%32, %33, %34, %35}", "%36", "%37", "%38", EMBER
  * (kern_dtype_t: bf16 by default, or binary16) */
 template <int N, int TB, kern_dtype_t D = KERN_DTYPE_BF16>
 __device__ __forceinline__ void wgmma_ss(float *d, uint64_t a, uint64_t b, int scale_d) {
-    if constexpr (N == 64)
+    if constexpr (N == 32)
+        wgmma_ss32<TB, D>(d, a, b, scale_d);
+    else if constexpr (N == 64)
         wgmma_ss64<TB, D>(d, a, b, scale_d);
     else if constexpr (N == 128)
         wgmma_ss128<TB, D>(d, a, b, scale_d);
@@ -167,8 +171,12 @@ __device__ __forceinline__ void wgmma_rs(float *d, const uint32_t *a, uint64_t b
         wgmma_rs32<TB, D>(d, a, b, scale_d);
     else if constexpr (N == 40)
         wgmma_rs40<TB, D>(d, a, b, scale_d);
-    else
+    else if constexpr (N == 64)
         wgmma_rs64<TB, D>(d, a, b, scale_d);
+    else {
+        static_assert(N == 192, "wgmma_rs: N = 8, 32, 40, 64 or 192");
+        wgmma_rs192<TB, D>(d, a, b, scale_d);
+    }
 }
 } // namespace kern
 

@@ -6,13 +6,16 @@
  * GQA; several cuBLASLt heuristic ranks and each of our GEMM configurations x epilogue, the
  * bias + residual + LayerNorm epilogue fused and unfused in both residual types; rows past the
  * device-side count left untouched), and the PDL ordering: each GEMM launched right
- * behind the kernel that writes its input must not read it early (test_linear_pdl). Every op
- * with 16-bit operands (linear, bias_gelu, add_layernorm's x / b, attention, embed_layernorm)
- * runs once per 16-bit type, bf16 then binary16, on the same random draws (s_both_dtypes). Inputs
- * are rounded to the type under test for both sides, so the comparison measures the kernel, not the
- * input rounding; bf16 outputs get relative tolerances of about 1e-2, binary16 ones 8x tighter
- * (s_tol16), fp32 outputs 1e-4 or tighter. Outputs are poisoned (NaN) before every run. Without a
- * CUDA device: prints "SKIPPED: no CUDA device" and exits 77 (ctest SKIP_RETURN_CODE).
+ * behind the kernel that writes its input must not read it early (test_linear_pdl). The fused
+ * FFN sublayer (ffn.cu, Hopper only; test "ffn") against kern_ffn_ref at BERT-like scales, over
+ * token counts around its 64-row blocks, device row counts, in place and not, with and without
+ * its fp32 copy, plus its refusals; skipped, saying so, where kern_ffn_supported is false. Every
+ * op with 16-bit operands (linear, bias_gelu, add_layernorm's x / b, attention, embed_layernorm,
+ * ffn) runs once per 16-bit type, bf16 then binary16, on the same random draws (s_both_dtypes).
+ * Inputs are rounded to the type under test for both sides, so the comparison measures the kernel,
+ * not the input rounding; bf16 outputs get relative tolerances of about 1e-2, binary16 ones 8x
+ * tighter (s_tol16), fp32 outputs 1e-4 or tighter. Outputs are poisoned (NaN) before every run.
+ * Without a CUDA device: prints "SKIPPED: no CUDA device" and exits 77 (ctest SKIP_RETURN_CODE).
  * Single-threaded; one stream. */
 #include <math.h>
 #include <stdint.h>
@@ -28,6 +31,7 @@
 #include "kernels/convert.h"
 #include "kernels/copy.h"
 #include "kernels/embed_layernorm.h"
+#include "kernels/ffn.h"
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
@@ -1569,6 +1573,379 @@ static void test_qkv_attention(void) {
     s_both_dtypes(test_qkv_attention_dt);
 }
 
+/* ---- the fused FFN sublayer (ffn.cu; compute capability 9.0, hidden 384) ---- */
+/* kern_ffn_cuda against kern_ffn_ref over operands rounded to the dtype (both sides read the same
+ * values), with round_h = 1 + dtype: the reference rounds h to the dtype as the kernel keeps it on
+ * chip. Scales of a trained BERT layer: x ~ N(0, 1) (a LayerNorm's output), W1, W2 ~ N(0, 0.05)
+ * (x W1^T of rms ~1 at hidden 384: the GELU's curved part), b1, b2 and beta uniform in +-0.1,
+ * gamma in 1 +- 0.1 (fp32). Shapes: inter 64 and 128 (one and two 64-wide slices of h) and 1536
+ * (MiniLM's); n from one token over the 64-row block's edges (63, 64, 65, 127, 128, 129) to many
+ * blocks (4096 + 77: a partial last one), and past one wave of 128-row tiles on the H200's 132
+ * SMs (16973, 27392: CTAs queued behind the first wave). Each shape in 8 modes: n_rows NULL or a
+ * device count of 2n/3
+ * (0 for n = 1) x in place (y == x) or not x out_f32 NULL or set. The rows past *n_rows hold a
+ * NaN sentinel in x, y and out_f32 before the run and must keep its bits (not written; stale NaN
+ * in x must not reach a live row); out of place, x must come back unchanged. Per run: y (and
+ * out_f32) of the live rows within tolerance and finite; y bit for bit out_f32 rounded to the
+ * dtype (out_f32 is y's fp32 copy); a second run (x restored) gives the same bits; every mode's
+ * live y has the bits of the plain mode's (n_rows NULL, out of place, no
+ * out_f32): the same op, wherever it writes.
+ * Tolerance |got - ref| <= atol + rtol |ref|: bf16 2e-2 + 1e-2 |ref|, binary16 5e-3 + 2.5e-3 |ref|.
+ * What separates the kernel from the reference: (a) y's rounding, half an ulp (up to 2^-8 |y| in
+ * bf16, 2^-11 |y| in binary16); (b) the device GELU (kern_cuda_dev.cuh, tanh.approx: up to
+ * 3.7e-4 max(1, |z|) before rounding), which moves h across a rounding boundary in ~10% (bf16) to
+ * ~50% (binary16) of its elements, +-1 ulp of h each, summed over inter with W2's random signs and
+ * divided by the row's std (so (b) is as large as (a) in binary16, and pushes y across its own
+ * rounding boundaries: up to 1 ulp); the fp32 accumulation orders add nothing visible. A numpy
+ * emulation of these shapes and scales (3000 rows, tanh with a random relative error of 2^-11)
+ * gave a worst |diff| / tolerance of 0.26 in bf16 (|diff| 0.017 at |y| 4.3: one ulp) and 0.15
+ * (inter 64) to 0.29 (inter 1536) in binary16 (out_f32: 0.22 and 0.29): a margin of ~3.5 for both
+ * types. The binary16 tolerance is twice s_tol16's (the emulation reached 0.58 of that), the bf16
+ * one s_tol16's relative part over the 2e-2 floor the LayerNorm's O(1) outputs call for. A lost
+ * bias (b2, beta: up to 0.1), gamma (1 +- 0.1) or a wrong row statistic moves y by far more. The
+ * worst ratio seen is printed per dtype and inter. */
+static uint16_t s_sentinel16(size_t i) {
+    return (uint16_t)(0x7fffu - i % 97u); /* NaN in bf16 and in binary16 */
+}
+
+static uint32_t s_sentinel32(size_t i) {
+    return 0x7fffffffu - (uint32_t)(i % 97u); /* NaN */
+}
+
+/* N(0, sd) from g_rng (Box-Muller) */
+static float s_randn(float sd) {
+    const double u1 = 1.0 - com_prng_uniform(&g_rng, 0, 1), u2 = com_prng_uniform(&g_rng, 0, 1);
+    return (float)(sd * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+/* n draws of N(0, sd) rounded to dt */
+static float *s_randn_16(size_t n, float sd, kern_dtype_t dt) {
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = s_round16(s_randn(sd), dt);
+    return p;
+}
+
+static uint16_t s_bits16(float v, kern_dtype_t dt) {
+    return dt == KERN_DTYPE_F16 ? com_half_from_f32(v) : kern_bf16_from_f32(v);
+}
+
+static float s_from_bits16(uint16_t b, kern_dtype_t dt) {
+    return dt == KERN_DTYPE_F16 ? com_half_to_f32(b) : kern_bf16_to_f32(b);
+}
+
+/* bytes of device memory, as they are (after the stream's work) */
+static void *s_down_raw(const void *d, size_t bytes) {
+    void *h = malloc(bytes ? bytes : 1);
+    KERN_CUDA_FATAL(cudaStreamSynchronize(g_st));
+    KERN_CUDA_FATAL(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+    return h;
+}
+
+/* max over i < n of |got - ref| / (atol + rtol |ref|) (NaN: infinity) */
+static double s_worst_ratio(const float *got, const float *ref, size_t n, double atol,
+                            double rtol) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double r = fabs((double)got[i] - ref[i]) / (atol + rtol * fabs((double)ref[i]));
+        worst = isnan(r) ? INFINITY : r > worst ? r : worst;
+    }
+    return worst;
+}
+
+static bool s_sm90(void) {
+    int dev = 0, major = 0, minor = 0;
+    CHECK(cudaGetDevice(&dev) == cudaSuccess);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return major == 9 && minor == 0;
+}
+
+static void test_ffn_dt(kern_dtype_t dt) {
+    static const int32_t inters[] = {64, 128, 1536};
+    static const int32_t ns[] = {1, 63, 64, 65, 127, 128, 129, 300, 1000, 4096 + 77, 16973, 27392};
+    const int32_t H = 384;
+    const float eps = 1e-12f;
+    const bool h16 = dt == KERN_DTYPE_F16, sm90 = s_sm90();
+    const double atol = h16 ? 5e-3 : 2e-2, rtol = h16 ? 2.5e-3 : 1e-2;
+    bool prepared = false;
+    for (size_t ii = 0; ii < sizeof inters / sizeof *inters; ii++) {
+        const int32_t I = inters[ii];
+        const bool sup = kern_ffn_supported(dt, H, I);
+        /* the contract: exactly on compute capability 9.0 for these shapes */
+        CHECK_MSG(sup == sm90, "kern_ffn_supported(%s, %d, %d) = %d, compute capability 9.0: %d",
+                  s_dtype_name(dt), (int)H, (int)I, sup, sm90);
+        if (!sup) {
+            printf("ffn %s hidden %d inter %d: skipped (kern_ffn_supported is false; the fused "
+                   "FFN needs compute capability 9.0)\n",
+                   s_dtype_name(dt), (int)H, (int)I);
+            continue;
+        }
+        if (!prepared) {
+            com_error_t err = {0};
+            const int rc = kern_ffn_prepare(dt, &err);
+            CHECK_MSG(rc == 0, "kern_ffn_prepare(%s): %d %s", s_dtype_name(dt), rc, err.msg);
+            if (rc != 0)
+                return;
+            prepared = true;
+        }
+        float *w1 = s_randn_16((size_t)I * H, 0.05f, dt),
+              *w2 = s_randn_16((size_t)H * I, 0.05f, dt);
+        float *b1 = s_rand_16(I, -0.1f, 0.1f, dt), *b2 = s_rand_16(H, -0.1f, 0.1f, dt);
+        float *g = malloc((size_t)H * sizeof *g), *be = malloc((size_t)H * sizeof *be);
+        for (int32_t k = 0; k < H; k++) {
+            g[k] = com_prng_uniform(&g_rng, 0.9f, 1.1f);
+            be[k] = com_prng_uniform(&g_rng, -0.1f, 0.1f);
+        }
+        uint16_t *dw1 = s_up_16(w1, (size_t)I * H, h16), *dw2 = s_up_16(w2, (size_t)H * I, h16);
+        uint16_t *db1 = s_up_16(b1, I, h16), *db2 = s_up_16(b2, H, h16);
+        float *dg = s_up(g, (size_t)H * 4), *dbe = s_up(be, (size_t)H * 4);
+        int n_runs = 0;
+        double worst_y = 0, worst_o = 0;
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+            const int32_t n = ns[ni];
+            const size_t nh = (size_t)n * H;
+            float *x = s_randn_16(nh, 1.0f, dt), *ref = malloc(nh * sizeof *ref);
+            kern_ffn_ref(ref, x, w1, b1, w2, b2, g, be, eps, n, H, I, 1 + (int)dt);
+            uint16_t *xb = malloc(nh * 2), *xin = malloc(nh * 2), *ysent = malloc(nh * 2);
+            uint32_t *osent = malloc(nh * 4);
+            for (size_t i = 0; i < nh; i++) {
+                xb[i] = s_bits16(x[i], dt);
+                ysent[i] = s_sentinel16(i);
+                osent[i] = s_sentinel32(i);
+            }
+            uint16_t *dx = s_dev(nh * 2), *dy = s_dev(nh * 2);
+            float *do32 = s_dev(nh * 4), *yf = malloc(nh * sizeof *yf);
+            int32_t *dn = s_dev(4);
+            /* each mode: bits 1 out_f32, 2 in place, 4 n_rows; mode 0 first, the plain one */
+            {
+                uint16_t *base = NULL;
+                for (int mode = 0; mode < 8; mode++) {
+                    const bool f32 = mode & 1, in_place = mode & 2, part = mode & 4;
+                    const int32_t rows = part ? 2 * n / 3 : n;
+                    const size_t nr = (size_t)rows * H;
+                    memcpy(xin, xb, nh * 2);
+                    for (size_t i = nr; i < nh; i++)
+                        xin[i] = s_sentinel16(i); /* stale rows */
+                    KERN_CUDA_FATAL(cudaMemcpy(dn, &rows, 4, cudaMemcpyHostToDevice));
+                    uint16_t *y = in_place ? dx : dy;
+                    const kern_ffn_args_t a = {.dtype = dt,
+                                               .y = y,
+                                               .x = dx,
+                                               .w1 = dw1,
+                                               .b1 = db1,
+                                               .w2 = dw2,
+                                               .b2 = db2,
+                                               .gamma = dg,
+                                               .beta = dbe,
+                                               .eps = eps,
+                                               .out_f32 = f32 ? do32 : NULL,
+                                               .n_rows = part ? dn : NULL,
+                                               .n = n,
+                                               .hidden = H,
+                                               .inter = I};
+                    char what[192];
+                    snprintf(what, sizeof what, "ffn %s %dx%dx%d rows %d %s%s%s", s_dtype_name(dt),
+                             (int)n, (int)H, (int)I, (int)rows, part ? "(device n_rows) " : "",
+                             in_place ? "in place" : "out of place", f32 ? " + out_f32" : "");
+                    uint16_t *got[2] = {NULL, NULL}, *gx = NULL;
+                    float *go[2] = {NULL, NULL};
+                    int rc = 0;
+                    for (int run = 0; run < 2; run++) {
+                        /* x fresh (in place, the last run wrote it), sentinels in the outputs */
+                        KERN_CUDA_FATAL(cudaMemcpy(dx, xin, nh * 2, cudaMemcpyHostToDevice));
+                        if (!in_place)
+                            KERN_CUDA_FATAL(cudaMemcpy(dy, ysent, nh * 2, cudaMemcpyHostToDevice));
+                        if (f32)
+                            KERN_CUDA_FATAL(
+                                cudaMemcpy(do32, osent, nh * 4, cudaMemcpyHostToDevice));
+                        com_error_t err = {0};
+                        rc = kern_ffn_cuda(&a, g_st, &err);
+                        CHECK_MSG(rc == 0, "%s: %d %s", what, rc, err.msg);
+                        if (rc != 0)
+                            break;
+                        got[run] = s_down_raw(y, nh * 2);
+                        if (f32)
+                            go[run] = s_down_raw(do32, nh * 4);
+                        if (run == 0 && !in_place)
+                            gx = s_down_raw(dx, nh * 2);
+                    }
+                    if (rc == 0) {
+                        for (size_t i = 0; i < nh; i++)
+                            yf[i] = s_from_bits16(got[0][i], dt);
+                        s_cmp(what, yf, ref, nr, atol, rtol);
+                        const double wy = s_worst_ratio(yf, ref, nr, atol, rtol);
+                        worst_y = wy > worst_y ? wy : worst_y;
+                        size_t bad = 0;
+                        for (size_t i = 0; i < nr; i++)
+                            bad += !isfinite(yf[i]);
+                        CHECK_MSG(bad == 0, "%s: %zu of y's live elements not finite", what, bad);
+                        bad = 0;
+                        for (size_t i = nr; i < nh; i++)
+                            bad += got[0][i] != s_sentinel16(i);
+                        CHECK_MSG(bad == 0, "%s: %zu elements past row %d written (y)", what, bad,
+                                  (int)rows);
+                        CHECK_MSG(memcmp(got[0], got[1], nh * 2) == 0, "%s: second run differs (y)",
+                                  what);
+                        if (gx)
+                            CHECK_MSG(memcmp(gx, xin, nh * 2) == 0, "%s: x changed", what);
+                        if (base)
+                            CHECK_MSG(memcmp(got[0], base, nr * 2) == 0,
+                                      "%s: y differs from the plain mode's (n_rows NULL, out of "
+                                      "place, no out_f32)",
+                                      what);
+                        if (f32) {
+                            char what32[208];
+                            snprintf(what32, sizeof what32, "%s: out_f32", what);
+                            s_cmp(what32, go[0], ref, nr, atol, rtol);
+                            const double wo = s_worst_ratio(go[0], ref, nr, atol, rtol);
+                            worst_o = wo > worst_o ? wo : worst_o;
+                            size_t nonfinite = 0, stale = 0, unrounded = 0;
+                            for (size_t i = 0; i < nr; i++) {
+                                nonfinite += !isfinite(go[0][i]);
+                                unrounded += got[0][i] != s_bits16(go[0][i], dt);
+                            }
+                            for (size_t i = nr; i < nh; i++) {
+                                uint32_t u;
+                                memcpy(&u, &go[0][i], sizeof u);
+                                stale += u != s_sentinel32(i);
+                            }
+                            CHECK_MSG(nonfinite == 0,
+                                      "%s: %zu of out_f32's live elements not finite", what,
+                                      nonfinite);
+                            CHECK_MSG(unrounded == 0,
+                                      "%s: %zu elements of y not out_f32 rounded to %s", what,
+                                      unrounded, s_dtype_name(dt));
+                            CHECK_MSG(stale == 0, "%s: %zu elements past row %d written (out_f32)",
+                                      what, stale, (int)rows);
+                            CHECK_MSG(memcmp(go[0], go[1], nh * 4) == 0,
+                                      "%s: second run differs (out_f32)", what);
+                        }
+                        n_runs++;
+                    }
+                    if (mode == 0 && rc == 0)
+                        base = got[0], got[0] = NULL;
+                    free(got[0]), free(got[1]), free(go[0]), free(go[1]), free(gx);
+                }
+                free(base);
+            }
+            free(x), free(ref), free(xb), free(xin), free(ysent), free(osent), free(yf);
+            cudaFree(dx), cudaFree(dy), cudaFree(do32), cudaFree(dn);
+        }
+        printf("ffn %s hidden %d inter %d: %d runs (n x n_rows x in place x "
+               "out_f32) checked, worst |diff| / tolerance %.3f (y), %.3f (out_f32)\n",
+               s_dtype_name(dt), (int)H, (int)I, n_runs, worst_y, worst_o);
+        free(w1), free(w2), free(b1), free(b2), free(g), free(be);
+        cudaFree(dw1), cudaFree(dw2), cudaFree(db1), cudaFree(db2), cudaFree(dg), cudaFree(dbe);
+    }
+}
+
+/* The arguments kern_ffn_cuda must refuse with COM_EINVAL, nothing enqueued (y keeps its
+ * sentinel): unsupported shapes, dtype, eps < 0, a missing operand,
+ * and operands below the alignment the kernel reads them with (y, x, w1, w2, out_f32: 16 bytes,
+ * for TMA and vector stores; b1: 4). Then the same call with good arguments runs (where
+ * supported), so the refusals are not those of an op that refuses everything. After test_ffn_dt:
+ * bf16 is prepared. */
+static void s_ffn_refusals(void) {
+    const int32_t H = 384, I = 128, n = 64;
+    const size_t nh = (size_t)n * H;
+    uint16_t *dx = s_dev(nh * 2), *dy = s_dev(nh * 2), *dw = s_dev((size_t)1536 * 768 * 2);
+    uint16_t *db = s_dev(1536 * 2);
+    float *df = s_dev(1536 * 4), *do32 = s_dev(nh * 4);
+    KERN_CUDA_FATAL(cudaMemset(dx, 0, nh * 2));
+    KERN_CUDA_FATAL(cudaMemset(dw, 0, (size_t)1536 * 768 * 2));
+    KERN_CUDA_FATAL(cudaMemset(db, 0, 1536 * 2));
+    KERN_CUDA_FATAL(cudaMemset(df, 0, 1536 * 4));
+    uint16_t *ysent = malloc(nh * 2);
+    for (size_t i = 0; i < nh; i++)
+        ysent[i] = s_sentinel16(i);
+    KERN_CUDA_FATAL(cudaMemcpy(dy, ysent, nh * 2, cudaMemcpyHostToDevice));
+    const kern_ffn_args_t good = {.dtype = KERN_DTYPE_BF16,
+                                  .y = dy,
+                                  .x = dx,
+                                  .w1 = dw,
+                                  .b1 = db,
+                                  .w2 = dw,
+                                  .b2 = db,
+                                  .gamma = df,
+                                  .beta = df,
+                                  .eps = 1e-12f,
+                                  .out_f32 = do32,
+                                  .n_rows = NULL,
+                                  .n = n,
+                                  .hidden = H,
+                                  .inter = I};
+    enum { kCases = 21 };
+    kern_ffn_args_t bad[kCases];
+    const char *why[kCases];
+    for (int i = 0; i < kCases; i++)
+        bad[i] = good, why[i] = "?";
+    int k = 0;
+    bad[k].hidden = 768, why[k++] = "hidden 768";
+    bad[k].hidden = 0, why[k++] = "hidden 0";
+    bad[k].inter = 100, why[k++] = "inter 100 (not a multiple of 64)";
+    bad[k].inter = 0, why[k++] = "inter 0";
+    bad[k].n = -1, why[k++] = "n -1";
+    bad[k].dtype = (kern_dtype_t)7, why[k++] = "dtype 7";
+    bad[k].eps = -1.0f, why[k++] = "eps -1";
+    bad[k].y = NULL, why[k++] = "y NULL";
+    bad[k].x = NULL, why[k++] = "x NULL";
+    bad[k].w1 = NULL, why[k++] = "w1 NULL";
+    bad[k].b1 = NULL, why[k++] = "b1 NULL";
+    bad[k].w2 = NULL, why[k++] = "w2 NULL";
+    bad[k].b2 = NULL, why[k++] = "b2 NULL";
+    bad[k].gamma = NULL, why[k++] = "gamma NULL";
+    bad[k].beta = NULL, why[k++] = "beta NULL";
+    bad[k].y = dy + 1, why[k++] = "y 2-byte aligned";
+    bad[k].x = dx + 1, why[k++] = "x 2-byte aligned";
+    bad[k].w1 = dw + 4, why[k++] = "w1 8-byte aligned";
+    bad[k].b1 = db + 1, why[k++] = "b1 2-byte aligned";
+    bad[k].w2 = dw + 4, why[k++] = "w2 8-byte aligned";
+    bad[k].out_f32 = do32 + 1, why[k++] = "out_f32 4-byte aligned";
+    CHECK(k == kCases);
+    com_error_t err = {0};
+    for (int i = 0; i < kCases; i++) {
+        const int rc = kern_ffn_cuda(&bad[i], g_st, &err);
+        CHECK_MSG(rc == COM_EINVAL, "kern_ffn_cuda with %s: %d, expected COM_EINVAL (%d)", why[i],
+                  rc, COM_EINVAL);
+    }
+    CHECK(kern_ffn_cuda(NULL, g_st, &err) == COM_EINVAL);
+    /* the wave the engine fuses from: 128-row tiles, one CTA an SM */
+    int dev = 0, sms = 0;
+    KERN_CUDA_FATAL(cudaGetDevice(&dev));
+    KERN_CUDA_FATAL(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CHECK_MSG(kern_ffn_wave_rows() == 128 * sms, "kern_ffn_wave_rows() = %d, %d SMs",
+              (int)kern_ffn_wave_rows(), sms);
+    KERN_CUDA_FATAL(cudaStreamSynchronize(g_st));
+    uint16_t *got = s_down_raw(dy, nh * 2);
+    CHECK_MSG(memcmp(got, ysent, nh * 2) == 0, "ffn: a refused call wrote y");
+    free(got);
+    CHECK(!kern_ffn_supported(KERN_DTYPE_BF16, 768, 3072));
+    CHECK(!kern_ffn_supported(KERN_DTYPE_BF16, 384, 100));
+    CHECK(!kern_ffn_supported(KERN_DTYPE_BF16, 384, 0));
+    CHECK(!kern_ffn_supported((kern_dtype_t)7, 384, 1536));
+    const int rp = kern_ffn_prepare((kern_dtype_t)7, &err);
+    CHECK_MSG(rp == COM_EINVAL || (!s_sm90() && rp == COM_EUNSUPPORTED),
+              "kern_ffn_prepare(dtype 7): %d", rp);
+    if (kern_ffn_supported(KERN_DTYPE_BF16, H, I)) { /* the good call runs: y written, finite */
+        const int rc = kern_ffn_cuda(&good, g_st, &err);
+        CHECK_MSG(rc == 0, "kern_ffn_cuda, good arguments: %d %s", rc, err.msg);
+        got = s_down_raw(dy, nh * 2);
+        size_t bad_y = 0;
+        for (size_t i = 0; i < nh; i++)
+            bad_y += !isfinite(kern_bf16_to_f32(got[i]));
+        CHECK_MSG(bad_y == 0, "ffn, good arguments: %zu elements of y not finite", bad_y);
+        free(got);
+    }
+    free(ysent);
+    cudaFree(dx), cudaFree(dy), cudaFree(dw), cudaFree(db), cudaFree(df), cudaFree(do32);
+}
+
+static void test_ffn(void) {
+    s_both_dtypes(test_ffn_dt);
+    s_ffn_refusals();
+}
+
 /* ---- pooling ---- */
 /* kern_pool_folded_cuda (per dtype): x is random in [-3, 3] plus a per-row offset in [-8, 8]
  * (rows whose mean is far from 0), its partials taken from the fp32 values and x stored rounded to
@@ -1834,6 +2211,7 @@ int main(int argc, char **argv) {
                  {"add_layernorm", test_add_layernorm, NULL},
                  {"attention", test_attention, NULL},
                  {"qkv_attention", test_qkv_attention, NULL},
+                 {"ffn", test_ffn, NULL},
                  {"pool", test_pool, NULL},
                  {"convert", test_convert, NULL},
                  {"copy", test_copy, NULL}};
