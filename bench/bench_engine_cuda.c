@@ -2,7 +2,8 @@
  * embeddings in host memory, through worker/engine.h), and the dump tool the GPU correctness
  * check uses. Built by bench/CMakeLists.txt's glob; without CUDA in the build it says so.
  *
- *   bench_engine_cuda bench MODEL_DIR NAME OUT.json [REPS]
+ *   bench_engine_cuda bench MODEL_DIR NAME OUT.json [REPS [spin=US [OPTIONS]]]
+ *     (OPTIONS: device options after "cuda:0," for both engines, e.g. ffn=off, for A/Bs)
  *     start-up (engine_new with lazy graphs, and with every bucket captured at start: graphs,
  *     capture ms); batch 1 x 128 tokens (latency, median / p99 of REPS after warm-up);
  *     100 texts of 32..512 tokens (seeded lengths, one ragged batch split by the engine at
@@ -413,10 +414,14 @@ static int s_concurrent(const char *dir, const char *device, int n_engines, int 
     return rc;
 }
 
-static int s_bench(const char *dir, const char *name, const char *json_path, int reps) {
+static int s_bench(const char *dir, const char *name, const char *json_path, int reps,
+                   const char *opts) {
     com_error_t err = {0};
     wrk_engine_t *e = NULL;
-    wrk_engine_opts_t o1 = {"cuda:0,graphs=all", 0, 0};
+    char dev_all[256], dev[256];
+    snprintf(dev_all, sizeof dev_all, "cuda:0,graphs=all%s%s", opts ? "," : "", opts ? opts : "");
+    snprintf(dev, sizeof dev, "cuda:0%s%s", opts ? "," : "", opts ? opts : "");
+    wrk_engine_opts_t o1 = {dev_all, 0, 0};
     double t0 = 1e3 * bench_now_s();
     if (wrk_engine_new(dir, &o1, &e, &err) != 0) {
         fprintf(stderr, "engine: %s\n", err.msg);
@@ -426,7 +431,7 @@ static int s_bench(const char *dir, const char *name, const char *json_path, int
     wrk_cuda_stats_t st_all;
     wrk_engine_cuda_stats(e, &st_all, &err);
     wrk_engine_destroy(&e);
-    wrk_engine_opts_t o = {"cuda:0", 0, 0};
+    wrk_engine_opts_t o = {dev, 0, 0};
     t0 = 1e3 * bench_now_s();
     if (wrk_engine_new(dir, &o, &e, &err) != 0) {
         fprintf(stderr, "engine: %s\n", err.msg);
@@ -573,7 +578,8 @@ int main(int argc, char **argv) {
         g_spin_us = atoi(argv[6] + 5);
     if (argc >= 5 && strcmp(argv[1], "bench") == 0) {
         s_energy_open("cuda:0");
-        return s_bench(argv[2], argv[3], argv[4], argc > 5 ? atoi(argv[5]) : 200);
+        return s_bench(argv[2], argv[3], argv[4], argc > 5 ? atoi(argv[5]) : 200,
+                       argc > 7 ? argv[7] : NULL);
     }
     if (argc >= 8 && strcmp(argv[1], "concurrent") == 0) {
         if (argc > 8 && strncmp(argv[8], "spin=", 5) == 0)
@@ -588,7 +594,7 @@ int main(int argc, char **argv) {
     }
 #endif
     fprintf(stderr,
-            "usage: %s bench MODEL_DIR NAME OUT.json [REPS [spin=US]]   (CUDA builds)\n"
+            "usage: %s bench MODEL_DIR NAME OUT.json [REPS [spin=US [OPTIONS]]]   (CUDA builds)\n"
             "       %s profile MODEL_DIR DEVICE b1_128|ragged|TOKENS[,...] [REPS [spin=US]]   "
             "(CUDA builds)\n"
             "       %s concurrent MODEL_DIR DEVICE ENGINES MBT DEPTH REPS [spin=US]   (CUDA "

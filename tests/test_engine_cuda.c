@@ -8,9 +8,10 @@
  * capture-all-at-start and never-capture modes; batches over max_batch_tokens split internally;
  * many batches in flight completing in order with the eventfd firing; bad batches rejected while
  * the engine keeps working; results that outlive the engine; the GEMM tuning cache across
- * starts (same bits from cached choices; stale entries re-timed); the bucket rule. Without a
- * CUDA device only the bucket rule and the device options' syntax run, then "SKIPPED: no CUDA
- * device", exit 77 (or a failure, if one of those failed). One submitting thread. */
+ * starts (same bits from cached choices; stale entries re-timed); the fused FFN (ffn=on: every
+ * eligible bucket, f16 and bf16, against the CPU; refused where it cannot run); the bucket rule.
+ * Without a CUDA device only the bucket rule and the device options' syntax run, then "SKIPPED:
+ * no CUDA device", exit 77 (or a failure, if one of those failed). One submitting thread. */
 #include <math.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -29,6 +30,7 @@
 #include "common/file.h"
 #include "common/prng.h"
 #include "common/safetensors.h"
+#include "kernels/ffn.h"
 #include "tests/test_util.h"
 #include "worker/engine.h"
 #include "worker/engine_cuda.h"
@@ -211,7 +213,9 @@ static int64_t s_timed(int64_t n, int64_t every) {
 
 /* The GEMM plans of an engine whose buckets step by 64 tokens: 4 per bucket, and the folded QKV
  * (layers >= 1) of each folded bucket (fold auto, the default: up to 128 tokens), less both QKV
- * plans of each bucket whose QKV + attention run fused (fuse auto: up to 128 tokens). */
+ * plans of each bucket whose QKV + attention run fused (fuse auto: up to 128 tokens). The fused
+ * FFN's buckets lose their two FFN plans (test_ffn subtracts them; ffn auto starts at 0.9 of a
+ * wave of its tiles, 15206 tokens on the H200, past the engines counted here). */
 static int32_t s_plans(const wrk_cuda_stats_t *st) {
     const int32_t fused = st->fuse_max / 64,
                   fused_folded = (st->fuse_max < st->fold_max ? st->fuse_max : st->fold_max) / 64;
@@ -390,6 +394,97 @@ static void test_lanes(const char *dir, const com_model_info_t *in, wrk_engine_t
     wrk_engine_destroy(&many);
 }
 
+/* The fused FFN (ffn=on, kernels/ffn.h) against the CPU engine, with the cosine bound of every
+ * other mode: f16 activations (the stream hb itself) with the fold off (every bucket fused) and
+ * with fold=auto (the buckets past its reach, up to 4096 tokens), bf16 with residual=bf16 (every
+ * bucket, graphs captured at start; and from ffn_min=2048 on). Ragged batches of 1 to 200
+ * sequences reach the small and the large buckets. Which buckets run it shows in the plan
+ * counts: each fused bucket has no FFN-up / FFN-down plans (tuning is on, so every plan is timed
+ * or cached). Where kern_ffn_supported rules the shape or GPU out, ffn=on must be refused
+ * instead. Then the combinations that rule it out everywhere whatever the GPU: an fp32 residual
+ * stream, an f16 copy beside bf16 activations (r16), every bucket folded: refused, not ignored. */
+static void test_ffn(const char *dir, const com_model_info_t *in, wrk_engine_t *cpu) {
+    static const struct {
+        const char *device;
+        int32_t max_tokens, n_seqs, dtype, ffn_min;
+    } modes[] = {{"cuda:0,ffn=on,fold=off", 1024, 40, 1, 1},
+                 {"cuda:0,ffn=on", 4096, 200, 1, 1},
+                 {"cuda:0,ffn=on,fold=off,graphs=off,lanes=1", 4096, 200, 1, 1},
+                 {"cuda:0,ffn=on,dtype=bf16,residual=bf16,graphs=all", 1024, 40, 0, 1},
+                 {"cuda:0,ffn=on,ffn_min=2048,dtype=bf16,residual=bf16", 4096, 200, 0, 2048}};
+    const int32_t max_len = in->max_position_embeddings < 512 ? in->max_position_embeddings : 512;
+    com_error_t err = {0};
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        const bool runs = kern_ffn_supported((kern_dtype_t)modes[m].dtype, in->hidden_size,
+                                             in->intermediate_size);
+        wrk_engine_opts_t o = {modes[m].device, 0, modes[m].max_tokens};
+        wrk_engine_t *gpu = NULL;
+        const int rc = wrk_engine_new(dir, &o, &gpu, &err);
+        if (!runs) {
+            CHECK_MSG(rc == COM_EUNSUPPORTED && gpu == NULL && strstr(err.msg, "ffn=on"),
+                      "%s where the fused FFN does not run: rc %d (%s)", modes[m].device, rc,
+                      err.msg);
+            printf("%s: refused here (%s)\n", modes[m].device, err.msg);
+            wrk_engine_destroy(&gpu);
+            continue;
+        }
+        CHECK_MSG(rc == 0, "cuda engine \"%s\" (max %d): %s", modes[m].device,
+                  (int)modes[m].max_tokens, err.msg);
+        if (rc != 0)
+            continue;
+        wrk_cuda_stats_t st;
+        CHECK(wrk_engine_cuda_stats(gpu, &st, &err) == 0);
+        /* the fused buckets: unfolded (the fold takes a prefix, up to st.fold_max) and >=
+         * ffn_min; 2 plans fewer each */
+        int32_t n_ffn = 0, first = 0;
+        for (int32_t T = 64; T <= st.max_bucket; T = wrk_cuda_bucket_tokens(T + 1))
+            if (T > st.fold_max && T >= modes[m].ffn_min) {
+                n_ffn++;
+                first = first ? first : T;
+            }
+        CHECK_MSG(st.ffn_min == first, "%s: stats ffn_min %d, first fused bucket %d",
+                  modes[m].device, (int)st.ffn_min, (int)first);
+        const int32_t plans = s_plans(&st) - 2 * n_ffn;
+        CHECK_MSG(st.dtype == modes[m].dtype && n_ffn > 0 &&
+                      st.plans_timed + st.plans_cached == plans,
+                  "%s: dtype %d (want %d), %d fused-FFN buckets, %d + %d plans (want %d)",
+                  modes[m].device, (int)st.dtype, (int)modes[m].dtype, (int)n_ffn,
+                  (int)st.plans_timed, (int)st.plans_cached, (int)plans);
+        double w_mode = 1.0;
+        static const int32_t seqs[] = {1, 9, 0};
+        for (size_t rep = 0; rep < sizeof seqs / sizeof *seqs; rep++) {
+            batch_t x;
+            s_make(&x, in, s_seqs(in, seqs[rep] ? seqs[rep] : modes[m].n_seqs), max_len);
+            const double w = s_compare(gpu, cpu, &x.b, modes[m].device);
+            w_mode = w < w_mode ? w : w_mode;
+            s_free(&x);
+        }
+        printf("%s, max_batch_tokens %d: FFN fused at %d of %d buckets (folded up to %d), worst "
+               "cosine vs cpu %.7f\n",
+               modes[m].device, (int)modes[m].max_tokens, (int)n_ffn, (int)st.n_buckets,
+               (int)st.fold_max, w_mode);
+        wrk_engine_destroy(&gpu);
+    }
+    static const char *const refused[] = {"cuda:0,ffn=on,residual=f32,tune=off",
+                                          "cuda:0,ffn=on,dtype=bf16,tune=off",
+                                          "cuda:0,ffn=on,fold=on,tune=off"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        wrk_engine_opts_t o = {refused[i], 0, 1024};
+        wrk_engine_t *gpu = NULL;
+        const int rc = wrk_engine_new(dir, &o, &gpu, &err);
+        CHECK_MSG(rc == COM_EUNSUPPORTED && gpu == NULL && strstr(err.msg, "ffn=on"),
+                  "%s: rc %d (%s), want COM_EUNSUPPORTED", refused[i], rc, err.msg);
+        printf("%s: refused (%s)\n", refused[i], err.msg);
+        wrk_engine_destroy(&gpu);
+    }
+    /* ... while auto, the default, just runs the GEMM pair there */
+    wrk_engine_opts_t o = {"cuda:0,residual=f32,tune=off", 0, 4096};
+    wrk_engine_t *gpu = NULL;
+    const int rc = wrk_engine_new(dir, &o, &gpu, &err);
+    CHECK_MSG(rc == 0, "%s, ffn auto: %s", o.device, err.msg);
+    wrk_engine_destroy(&gpu);
+}
+
 /* The device options' syntax, checked before any device is touched (so also without a GPU):
  * malformed words and numbers out of range are COM_EINVAL; well-formed ones are not (with no
  * GPU they fail later, for want of a device). */
@@ -414,6 +509,13 @@ static void test_device_options(const char *dir) {
                                       "cuda:0,fold_max=1048577",
                                       "cuda:0,fuse=yes",
                                       "cuda:0,fuse=",
+                                      "cuda:0,ffn=yes",
+                                      "cuda:0,ffn=",
+                                      "cuda:0,ffn=onx",
+                                      "cuda:0,ffn_min=0",
+                                      "cuda:0,ffn_min=",
+                                      "cuda:0,ffn_min=-1",
+                                      "cuda:0,ffn_min=1048577",
                                       "cuda:0,gpu_time=",
                                       "cuda:0,gpu_time=-1",
                                       "cuda:0,gpu_time=1048577",
@@ -428,7 +530,9 @@ static void test_device_options(const char *dir) {
                   "device \"%s\" is rejected as an option: rc %d (%s)", bad[i], rc, err.msg);
     }
     wrk_engine_opts_t good = {
-        "cuda:0,lanes=4,fold_max=1048576,tune=off,graphs=off,fuse=auto,gpu_time=0", 0, 1024};
+        "cuda:0,lanes=4,fold_max=1048576,tune=off,graphs=off,fuse=auto,gpu_time=0,ffn=auto,"
+        "ffn_min=1048576",
+        0, 1024};
     const int rc = wrk_engine_new(dir, &good, &e, &err);
     CHECK_MSG(rc != COM_EINVAL, "\"%s\" is well-formed: rc %d (%s)", good.device, rc, err.msg);
     wrk_engine_destroy(&e);
@@ -770,6 +874,7 @@ int main(int argc, char **argv) {
         }
         wrk_engine_destroy(&gpu);
     }
+    test_ffn(dir, in, cpu);
     test_lanes(dir, in, cpu);
     wrk_engine_opts_t bad = {"cuda:99", 0, 0};
     CHECK(wrk_engine_new(dir, &bad, &gpu, &err) == COM_EUNSUPPORTED && gpu == NULL);

@@ -34,7 +34,11 @@
  *   LayerNorm, worker/model_bert_cuda.h; default auto: at the buckets of up to N = 196608 /
  *   hidden tokens, where it was measured faster; on: at every bucket), fuse=auto|on|off (QKV
  *   + attention as one kernel at the buckets it supports, worker/model_bert_cuda.h; default
- *   auto: at head dim 32 only, where it was measured faster), gpu_time=N (time every Nth
+ *   auto: at head dim 32 only, where it was measured faster), ffn=auto|on|off and ffn_min=N
+ *   (the FFN sublayer as one kernel, its intermediate kept on chip, at the unfolded buckets of
+ *   >= N tokens where the model, GPU and residual stream allow it, worker/model_bert_cuda.h;
+ *   default auto: N = 0.9 of a wave of the kernel's tiles (128 x the SMs); on: N = 1, refused where
+ *   it cannot run at all), gpu_time=N (time every Nth
  *   batch's passes on the GPU with a pair of events, 0: none; default
  *   WRK_CUDA_GPU_TIME_DEFAULT, engine_cuda.h), fault=N
  *   (for tests of the failure path: the Nth chunk's pass is queued behind a kernel that traps,
@@ -622,7 +626,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     int32_t graph_mode = 0, tune = 1, pdl = 1, residual = WRK_BERT_RESIDUAL_AUTO, tune_cache = 1;
     int32_t lanes = S_DEFAULT_LANES, dtype = WRK_BERT_DTYPE_AUTO, fold = WRK_BERT_FOLD_AUTO;
     int32_t fold_max = 0, fuse = WRK_BERT_FUSE_AUTO, time_every = WRK_CUDA_GPU_TIME_DEFAULT;
-    int32_t fault_at = 0;
+    int32_t fault_at = 0, ffn = WRK_BERT_FFN_AUTO, ffn_min = 0;
     /* options after the device, comma-separated: each one of these words, or (max > 0) the
      * word followed by a decimal number in [value, max] */
     const struct {
@@ -652,6 +656,10 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  {"fuse=auto", &fuse, WRK_BERT_FUSE_AUTO, 0},
                  {"fuse=off", &fuse, WRK_BERT_FUSE_OFF, 0},
                  {"fuse=on", &fuse, WRK_BERT_FUSE_ON, 0},
+                 {"ffn=auto", &ffn, WRK_BERT_FFN_AUTO, 0},
+                 {"ffn=off", &ffn, WRK_BERT_FFN_OFF, 0},
+                 {"ffn=on", &ffn, WRK_BERT_FFN_ON, 0},
+                 {"ffn_min=", &ffn_min, 1, 1 << 20},
                  {"gpu_time=", &time_every, 0, 1 << 20},
                  {"fault=", &fault_at, 1, 1 << 30}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
@@ -674,8 +682,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                 "engine cuda: device option \"%.*s\" (want graphs=lazy|all|off, "
                 "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
                 "tune_cache=on|off, lanes=1..%d, dtype=auto|bf16|f16, "
-                "fold=auto|on|off, fold_max=1..1048576, fuse=auto|on|off, gpu_time=0..1048576, "
-                "fault=1..1073741824)",
+                "fold=auto|on|off, fold_max=1..1048576, fuse=auto|on|off, ffn=auto|on|off, "
+                "ffn_min=1..1048576, gpu_time=0..1048576, fault=1..1073741824)",
                 (int)n, v, S_MAX_LANES);
         *words[w].var = words[w].max == 0 ? words[w].value : x;
     }
@@ -688,7 +696,9 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                                         .dtype = dtype,
                                         .fold = fold,
                                         .fold_max = fold_max,
-                                        .fuse = fuse};
+                                        .fuse = fuse,
+                                        .ffn = ffn,
+                                        .ffn_min = ffn_min};
     kern_pdl_set(pdl != 0); /* process-wide: one engine per worker process */
     if (max_tokens < 0 || max_tokens > (1 << 20))
         return com_error_set(err, COM_EINVAL, "engine cuda: max_batch_tokens %d", (int)max_tokens);
@@ -784,6 +794,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->stats.dtype = wrk_bert_cuda_dtype(e->model);
     e->stats.fold_max = wrk_bert_cuda_fold_max(e->model);
     e->stats.fuse_max = wrk_bert_cuda_fuse_max(e->model);
+    e->stats.ffn_min = wrk_bert_cuda_ffn_min(e->model);
     wrk_bert_cuda_plan_counts(e->model, &e->stats.plans_timed, &e->stats.plans_cached);
     e->stats.pinned_bytes = (size_t)e->n_slots * (in_bytes + out_bytes);
     const double slots_ms = s_now_ms() - t0;
@@ -801,13 +812,16 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         struct cudaDeviceProp prop;
         const char *name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "?";
         static const char *const res_name[] = {"f32", "bf16", "f16"};
-        char folded[128] = "";
+        char folded[192] = "";
         if (e->stats.fold_max > 0)
             snprintf(folded, sizeof folded, ", LayerNorm folded up to %d tokens",
                      (int)e->stats.fold_max);
         if (e->stats.fuse_max > 0)
             snprintf(folded + strlen(folded), sizeof folded - strlen(folded),
                      ", QKV + attention fused up to %d tokens", (int)e->stats.fuse_max);
+        if (e->stats.ffn_min > 0)
+            snprintf(folded + strlen(folded), sizeof folded - strlen(folded),
+                     ", FFN fused from %d tokens", (int)e->stats.ffn_min);
         COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), %s, %s residual, %d "
                  "buckets up to %d tokens, %d lanes, graphs %s%s, %.1f MiB device memory; "
                  "start-up: model %.0f ms, staging slots %.0f ms, capture %.0f ms",

@@ -41,6 +41,7 @@ typedef struct wrk_cuda_stats {
     int32_t dtype;          /* weights' and activations' kern_dtype_t (0 bf16, 1 binary16) */
     int32_t fold_max;       /* the largest bucket running the folded LayerNorm (0: none) */
     int32_t fuse_max;       /* the largest bucket running QKV + attention fused (0: none) */
+    int32_t ffn_min;        /* the smallest bucket running the FFN fused (0: none) */
     size_t pinned_bytes;    /* host staging (input + output slots) */
     /* GEMM plans (buckets x 4) whose algorithm was timed at start / taken from the tuning cache */
     int32_t plans_timed, plans_cached;

@@ -55,7 +55,15 @@
  * has no LayerNorm of its own: 2 fewer nodes per layer (or no cluster barrier in a fused
  * sublayer end), at the price of our GEMMs being the only candidates for four of its five
  * GEMMs. The pre-LN sums and the folded weights are bounded at load like everything else
- * (fold_max, worker/bert_range.h): the fold needs binary16 to hold them. */
+ * (fold_max, worker/bert_range.h): the fold needs binary16 to hold them.
+ *
+ * The fused FFN (opts.ffn; kernels/ffn.h), at the unfolded buckets of at least ffn_min tokens
+ * (s_ffn_fused): the FFN-up GEMM, its GELU and the FFN-down sublayer end are one kernel,
+ * hb (and h32, last layer) = LN(GELU(hb W1^T + b1) W2^T + b2 + hb), so big never holds the
+ * [T, I] intermediate (its largest traffic). The kernel's residual is its input, so only
+ * buckets whose stream is hb itself qualify (residual f16 with binary16 activations, or bf16):
+ * with fp32 or r16 the stream is another buffer. Its operands are those s_sublayer_end gives
+ * the GEMM pair (one source for both paths); those buckets have no S_FF1 / S_FF2 plans. */
 #include "worker/model_bert_cuda.h"
 
 #include <limits.h>
@@ -73,6 +81,7 @@
 #include "kernels/convert.h"
 #include "kernels/copy.h"
 #include "kernels/embed_layernorm.h"
+#include "kernels/ffn.h"
 #include "kernels/kern_cuda.h"
 #include "kernels/linear.h"
 #include "kernels/pool.h"
@@ -133,6 +142,8 @@ struct wrk_bert_cuda {
     bool fold;                         /* the folded LayerNorm (the header comment) */
     int32_t fold_max;                  /* its largest bucket (INT32_MAX: every one) */
     int32_t fuse_max;                  /* the largest bucket with QKV + attention fused (0: none) */
+    int32_t ffn_from;                  /* unfolded buckets of >= this many tokens run the fused
+                                          FFN (INT32_MAX: none) */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
 
@@ -186,7 +197,8 @@ static int s_read(const com_safetensors_t *st, const char *prefix, const char *n
 }
 
 /* Whether some bucket runs the plain pass (so the plain QKV and FFN-up weights must exist):
- * nothing is folded, or the largest bucket is past fold_max. */
+ * nothing is folded, or the largest bucket is past fold_max. The fused FFN's buckets are among
+ * them (never folded, s_ffn_fused): it reads the plain w1 and b1. */
 static bool s_some_plain(const wrk_bert_cuda_t *m) {
     return !m->fold || m->fold_max < m->buckets[m->n_buckets - 1];
 }
@@ -594,6 +606,11 @@ static bool s_fused(const wrk_bert_cuda_t *m, int32_t b) {
     return m->buckets[b] <= m->fuse_max;
 }
 
+/* Whether bucket b runs the FFN sublayer as one kernel (kernels/ffn.h; the header comment). */
+static bool s_ffn_fused(const wrk_bert_cuda_t *m, int32_t b) {
+    return !s_folded(m, b) && m->buckets[b] >= m->ffn_from;
+}
+
 /* The epilogue of GEMM i (enum above) at bucket b, as its pass runs it (folded or not). */
 static kern_linear_epilogue_t s_epi(const wrk_bert_cuda_t *m, int32_t b, int i) {
     const bool fold = s_folded(m, b);
@@ -619,6 +636,16 @@ static void s_gemm_shape(const wrk_bert_cuda_t *m, int i, int32_t *in, int32_t *
 /* true iff the residual stream is a binary16 copy beside bf16 activations (r16) */
 static bool s_r16(const wrk_bert_cuda_t *m) {
     return m->residual == KERN_RESIDUAL_F16 && m->dtype == KERN_DTYPE_BF16;
+}
+
+/* Whether the fused FFN can run this model here at all: kern_ffn_supported's shapes and GPU,
+ * and a residual stream that is hb itself (its residual is its input x = hb), i.e. not fp32
+ * and not r16 (s_sublayer_end's residual_f16 / residual_bf16 = hb cases). */
+static bool s_ffn_eligible(const wrk_bert_cuda_t *m) {
+    const bool hb_stream = (m->residual == KERN_RESIDUAL_F16 && m->dtype == KERN_DTYPE_F16) ||
+                           (m->residual == KERN_RESIDUAL_BF16 && m->dtype == KERN_DTYPE_BF16);
+    return hb_stream &&
+           kern_ffn_supported(m->dtype, m->info.hidden_size, m->info.intermediate_size);
 }
 
 /* The operands of a sublayer end (KERN_LINEAR_BIAS_ADD_LN) of layer L: after attention (ffn
@@ -773,7 +800,8 @@ static int s_refine_in_context(wrk_bert_cuda_t *m, int32_t b, int32_t *refined, 
  * non-zero bf16 pattern, then zeroed again) and, at buckets <= S_CONTEXT_MAX, checked inside
  * the whole forward pass (s_refine_in_context), which then goes into the cache. A cache that
  * cannot be read or written costs only the timing (a warning). */
-/* The plans that exist (S_QKVF only at folded buckets of a model with more than one layer). */
+/* The plans that exist (S_QKVF only at folded buckets of a model with more than one layer;
+ * none for QKV where it runs fused, s_fused, none for the FFN where it does, s_ffn_fused). */
 static int32_t s_n_plans(const wrk_bert_cuda_t *m) {
     int32_t n = 0;
     for (int32_t i = 0; i < m->n_buckets * S_N_GEMM; i++)
@@ -930,6 +958,13 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         rc = com_error_set(err, COM_EINVAL, "bert cuda: fuse %d", opts->fuse);
         goto err;
     }
+    if ((opts->ffn != WRK_BERT_FFN_AUTO && opts->ffn != WRK_BERT_FFN_OFF &&
+         opts->ffn != WRK_BERT_FFN_ON) ||
+        opts->ffn_min < 0) {
+        rc = com_error_set(err, COM_EINVAL, "bert cuda: ffn %d, ffn_min %d", opts->ffn,
+                           (int)opts->ffn_min);
+        goto err;
+    }
     if (opts->fold < WRK_BERT_FOLD_OFF || opts->fold > WRK_BERT_FOLD_AUTO || opts->fold_max < 0) {
         rc = com_error_set(err, COM_EINVAL, "bert cuda: fold %d, fold_max %d", opts->fold,
                            (int)opts->fold_max);
@@ -982,6 +1017,55 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
                            ln_bound);
         goto err;
     }
+    /* the fused FFN: now that the 16-bit type and the residual stream are settled */
+    m->ffn_from = INT32_MAX;
+    if (opts->ffn != WRK_BERT_FFN_OFF) {
+        const bool eligible = s_ffn_eligible(m);
+        const bool all_folded = m->fold && m->fold_max >= buckets[n_buckets - 1];
+        if (opts->ffn == WRK_BERT_FFN_ON && (!eligible || all_folded)) {
+            static const char *const res_name[] = {"f32", "bf16", "f16"};
+            const char *const dt = m->dtype == KERN_DTYPE_F16 ? "f16" : "bf16";
+            if (!kern_ffn_supported(m->dtype, info->hidden_size, info->intermediate_size))
+                rc = com_error_set(err, COM_EUNSUPPORTED,
+                                   "bert cuda: ffn=on: the fused FFN does not run hidden %d, "
+                                   "intermediate %d, dtype %s on this GPU (it needs compute "
+                                   "capability 9.0, hidden 384, intermediate %% 64 == 0)",
+                                   (int)info->hidden_size, (int)info->intermediate_size, dt);
+            else if (!eligible)
+                rc = com_error_set(err, COM_EUNSUPPORTED,
+                                   "bert cuda: ffn=on: its residual is its 16-bit input, but the "
+                                   "residual stream is %s%s (it needs residual=f16 with dtype=f16, "
+                                   "or residual=bf16)",
+                                   res_name[m->residual],
+                                   s_r16(m) ? ", a copy beside bf16 activations" : "");
+            else
+                rc = com_error_set(err, COM_EUNSUPPORTED,
+                                   "bert cuda: ffn=on: every bucket runs the folded LayerNorm "
+                                   "(fold=on, or fold_max at or past the largest bucket, %d)",
+                                   (int)buckets[n_buckets - 1]);
+            goto err;
+        }
+        /* auto: from 0.9 of a wave of the kernel's tiles (wrk_bert_cuda_opts_t's comment) */
+        const int32_t wave = kern_ffn_wave_rows(); /* > 0 wherever the kernel runs */
+        if (eligible)
+            m->ffn_from = opts->ffn_min > 0              ? opts->ffn_min
+                          : opts->ffn == WRK_BERT_FFN_ON ? 1
+                          : wave > 0                     ? wave / 10 * 9
+                                                         : INT32_MAX;
+    }
+    /* once, before any pass (the tuner's runs the whole forward pass) or graph capture */
+    if (wrk_bert_cuda_ffn_min(m) > 0) {
+        com_error_t e = {0};
+        if ((rc = kern_ffn_prepare(m->dtype, &e)) != 0) {
+            if (rc != COM_EUNSUPPORTED || opts->ffn == WRK_BERT_FFN_ON) {
+                rc = com_error_set(err, rc, "bert cuda: ffn: %s", e.msg);
+                goto err;
+            }
+            COM_WARN("bert cuda: ffn=auto: the fused FFN stays off (%s)", e.msg);
+            m->ffn_from = INT32_MAX;
+            rc = 0;
+        }
+    }
     t0 = com_clock_mono_us();
     const size_t T = (size_t)buckets[n_buckets - 1], H = (size_t)info->hidden_size;
     const size_t I = (size_t)info->intermediate_size, wide = 3 * H > I ? 3 * H : I;
@@ -1027,6 +1111,8 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
                 continue; /* no folded QKV */
             if ((i == S_QKV || i == S_QKVF) && s_fused(m, b))
                 continue; /* the fused kernel projects Q, K and V itself */
+            if ((i == S_FF1 || i == S_FF2) && s_ffn_fused(m, b))
+                continue; /* the fused FFN runs both products itself */
             int32_t gin, gout;
             s_gemm_shape(m, i, &gin, &gout);
             if ((rc = kern_linear_plan_new(m->lt, buckets[b], gin, gout, s_epi(m, b, i),
@@ -1066,6 +1152,13 @@ int32_t wrk_bert_cuda_fuse_max(const wrk_bert_cuda_t *m) {
     return m->fuse_max;
 }
 
+int32_t wrk_bert_cuda_ffn_min(const wrk_bert_cuda_t *m) {
+    for (int32_t b = 0; b < m->n_buckets; b++)
+        if (s_ffn_fused(m, b))
+            return m->buckets[b];
+    return 0;
+}
+
 int32_t wrk_bert_cuda_fold_max(const wrk_bert_cuda_t *m) {
     int32_t largest = 0;
     for (int32_t b = 0; b < m->n_buckets; b++)
@@ -1085,7 +1178,7 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                              (int)bi, (int)lane);
     const s_acts_t *a = &m->lanes[lane];
     const com_model_info_t *in = &m->info;
-    const int32_t T = m->buckets[bi], H = in->hidden_size;
+    const int32_t T = m->buckets[bi], H = in->hidden_size, I = in->intermediate_size;
     const float eps = in->layer_norm_eps;
     const int32_t *meta = a->in, *ids = a->in + 4, *seq = ids + T, *types = seq + T,
                   *cu = types + T;
@@ -1126,7 +1219,16 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                                lnu = s_fold_ops(m, a, l, S_FF1, n_tokens),
                                lnq = s_fold_ops(m, a, l, S_QKVF, n_tokens);
         uint16_t *const x_att = fold ? a->tmp : a->hb; /* the attention sublayer's output */
-        if (s_fused(m, bi)) {                          /* the same two ops as one kernel */
+        /* the fused FFN's residual is its input: ln2 must be the hb-in-place stream (eligibility
+         * at creation guarantees it; checked here so the two paths cannot drift apart) */
+        const bool ffn = s_ffn_fused(m, bi);
+        if (ffn && (ln2.residual || ln2.out_f16 || x_att != a->hb ||
+                    (ln2.residual_f16 != a->hb && ln2.residual_bf16 != a->hb)))
+            return com_error_set(err, COM_EINTERNAL,
+                                 "bert cuda forward: fused FFN at bucket %d without hb as the "
+                                 "residual stream",
+                                 (int)T);
+        if (s_fused(m, bi)) { /* the same two ops as one kernel */
             const kern_qkv_attention_args_t qa = {.dtype = m->dtype,
                                                   .out = a->ctx,
                                                   .ldo = H,
@@ -1154,11 +1256,30 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
         }
         S_TRY(kern_linear_cuda(m->lt, p[S_OUT], x_att, a->ctx, L->wo, L->bo, &ln1, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
-        S_TRY(kern_linear_cuda(m->lt, p[S_FF1], a->big, x_att, fold ? L->w1_f : L->w1,
-                               fold ? L->b1_f : L->b1, fold ? &lnu : NULL, a->ws, S_WORKSPACE_BYTES,
-                               stream, err)); /* + bias + GELU */
-        S_TRY(kern_linear_cuda(m->lt, p[S_FF2], a->hb, a->big, L->w2, L->b2, &ln2, a->ws,
-                               S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
+        if (ffn) { /* the two below as one kernel, with the sublayer end's own operands */
+            const kern_ffn_args_t fa = {.dtype = m->dtype,
+                                        .y = a->hb,
+                                        .x = x_att,
+                                        .w1 = L->w1,
+                                        .b1 = L->b1,
+                                        .w2 = L->w2,
+                                        .b2 = L->b2,
+                                        .gamma = ln2.gamma,
+                                        .beta = ln2.beta,
+                                        .eps = ln2.eps,
+                                        .out_f32 = ln2.out_f32,
+                                        .n_rows = ln2.n_rows,
+                                        .n = T,
+                                        .hidden = H,
+                                        .inter = I};
+            S_TRY(kern_ffn_cuda(&fa, stream, err));
+        } else {
+            S_TRY(kern_linear_cuda(m->lt, p[S_FF1], a->big, x_att, fold ? L->w1_f : L->w1,
+                                   fold ? L->b1_f : L->b1, fold ? &lnu : NULL, a->ws,
+                                   S_WORKSPACE_BYTES, stream, err)); /* + bias + GELU */
+            S_TRY(kern_linear_cuda(m->lt, p[S_FF2], a->hb, a->big, L->w2, L->b2, &ln2, a->ws,
+                                   S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
+        }
     }
     const kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
                                   : in->pooling == COM_POOL_LAST ? KERN_POOL_LAST

@@ -68,6 +68,8 @@ typedef struct wrk_bert_cuda_opts {
     int fold;               /* the folded LayerNorm (model_bert_cuda.c's header), WRK_BERT_FOLD_* */
     int32_t fold_max;       /* WRK_BERT_FOLD_AUTO: the largest bucket folded (0: the default) */
     int fuse;               /* the fused short-bucket kernels, WRK_BERT_FUSE_* */
+    int ffn;                /* the fused FFN sublayer, WRK_BERT_FFN_* */
+    int32_t ffn_min;        /* its smallest bucket (0: the default of ffn's mode) */
 } wrk_bert_cuda_opts_t;
 /* fold: OFF; ON, every bucket (binary16 activations that hold the folded pass's values, hidden %
  * 64 == 0 and a Hopper GPU, else refused with COM_EUNSUPPORTED); AUTO, the buckets of up to
@@ -95,13 +97,28 @@ static inline int32_t wrk_bert_cuda_fold_max_default(int32_t hidden) {
 #define WRK_BERT_FUSE_AUTO 0
 #define WRK_BERT_FUSE_OFF  1
 #define WRK_BERT_FUSE_ON   2
+/* ffn: a layer's FFN-up, GELU, FFN-down and LayerNorm as one kernel (kernels/ffn.h: the
+ * [T, I] intermediate never leaves the chip) at the buckets of at least ffn_min tokens that are
+ * not folded, where the kernel runs the shape (kern_ffn_supported: Hopper, hidden 384) and the
+ * residual stream is the 16-bit activations themselves (residual f16 with binary16 activations,
+ * or bf16): the kernel's residual is its own input. ON: ffn_min default 1, every such bucket
+ * (the fold keeps its own); refused with COM_EUNSUPPORTED when the model, GPU or residual stream
+ * rule it out, or the fold takes every bucket. AUTO: ffn_min default 0.9 of
+ * kern_ffn_wave_rows(), a wave of the kernel's 128-row tiles (15206 tokens on the H200's 132
+ * SMs, so its 16384-token bucket, 128 tiles: whole MiniLM passes 4.7% faster there, 6.4% slower
+ * at 12288 tokens, 96 tiles, 29% at 8192; docs/benchmarks.md, thirty-fifth round); nothing when
+ * ineligible. OFF: the two GEMMs everywhere. Fused buckets have no FFN plans. */
+#define WRK_BERT_FFN_AUTO 0
+#define WRK_BERT_FFN_OFF  1
+#define WRK_BERT_FFN_ON   2
 
 /* Loads weights_path onto the current CUDA device (bf16, Q/K/V fused, LayerNorm parameters
  * fp32), plans activations for the largest of buckets[0..n_buckets) (ascending) and one cuBLASLt
  * algorithm per GEMM and bucket (heuristic run here, once; with opts->tune, the fastest of its
  * candidates, timed here on layer 0's weights, 5-6 s for 76 buckets on the H200, or taken from
  * opts->tune_cache when it holds this GPU's earlier choice). Returns 0 with *out, or
- * COM_EIO / COM_EFORMAT / COM_EUNSUPPORTED (activation, head_dim not 32/64, hidden % 8) /
+ * COM_EIO / COM_EFORMAT / COM_EUNSUPPORTED (activation, head_dim not 32/64, hidden % 8, fold=on
+ * or ffn=on where they cannot run) /
  * COM_ENOMEM / COM_EINTERNAL (CUDA or cuBLASLt failed; err says where) with *out NULL. */
 int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
                       const int32_t *buckets, int32_t n_buckets, const wrk_bert_cuda_opts_t *opts,
@@ -115,6 +132,8 @@ int wrk_bert_cuda_dtype(const wrk_bert_cuda_t *m);           /* the kern_dtype_t
 int32_t wrk_bert_cuda_fold_max(const wrk_bert_cuda_t *m);
 /* The largest bucket whose pass runs QKV + attention as one kernel (0: none). */
 int32_t wrk_bert_cuda_fuse_max(const wrk_bert_cuda_t *m);
+/* The smallest bucket whose pass runs the fused FFN (0: none); every larger one does too. */
+int32_t wrk_bert_cuda_ffn_min(const wrk_bert_cuda_t *m);
 /* GEMM plans whose algorithm start-up timed, and those taken from the tuning cache. */
 void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached);
 
