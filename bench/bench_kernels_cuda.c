@@ -37,11 +37,10 @@
  * BENCH_SUSTAIN_S says otherwise; 0: not) with mJ per call where NVML measures it. JSON:
  * {"mode": "ffn", "hidden", "inter", "dtype", "pdl", "sustain_s", "fused_supported", "ffn":
  * [{"tokens", "unfused": {"us", "sustained_us", "sustained_sm_mhz", "power_capped", "mj", "ffn1",
- * "ffn2" (the plans' descriptions)}, "fused_configs": [{"config", "name", "us", "sustained_us",
- * "sustained_sm_mhz", "power_capped", "mj", "ratio_us", "ratio_sustained_us", "ratio_mj"}],
- * "ratio_us", "ratio_sustained_us", "ratio_mj" (fused / unfused)}]},
+ * "ffn2" (the plans' descriptions)}, "fused": {"us", "sustained_us", "sustained_sm_mhz",
+ * "power_capped", "mj"}, "ratio_us", "ratio_sustained_us", "ratio_mj" (fused / unfused)}]},
  * null where not run or not measured. Without the fused op (kern_ffn_supported false) the unfused
- * pair alone (fused_configs empty, ratios null).
+ * pair alone (fused and the ratios null).
  * BENCH_SUSTAIN_S=SECONDS in the environment: each row at 16384 tokens (first form), each
  * candidate (gemms) or each variant (ffn) then also runs back to back for that long, at the power
  * cap as the engine's long passes run, and prints its time and energy per launch and the SM clock
@@ -511,9 +510,6 @@ static int s_ffn_bench(const char *json, const char *only_T, cudaStream_t st, cu
     const kern_dtype_t dt = KERN_DTYPE_F16;
     com_error_t err = {0};
     const bool fused = kern_ffn_supported(dt, H, I);
-    enum { kMaxConfigs = 8 };
-    int32_t n_cfg = fused ? 1 : 0; /* the fused variants timed (one: the kernel) */
-    n_cfg = n_cfg < kMaxConfigs ? n_cfg : kMaxConfigs;
     if (!fused)
         printf("ffn: kern_ffn_supported(f16, %d, %d) is false on this device (the fused FFN needs "
                "compute capability 9.0): the unfused pair alone\n",
@@ -578,14 +574,11 @@ static int s_ffn_bench(const char *json, const char *only_T, cudaStream_t st, cu
         /* (b) the unfused pair, x fresh */
         KERN_CUDA_FATAL(cudaMemcpy(x, x0, (size_t)T * H * 2, cudaMemcpyDeviceToDevice));
         s_ffn_pair_t pair = {lt, up, down, x, h, w1, b1, w2, b2, &ln, ws, ws_bytes};
-        /* [0] the unfused pair, [1] the fused op */
-        sustained_t sus[1 + kMaxConfigs];
-        double us[1 + kMaxConfigs];
-        for (int v = 0; v <= kMaxConfigs; v++)
-            sus[v] = (sustained_t){0, -1, 0, 0}, us[v] = -1;
+        /* [0] the unfused pair, [1] the fused op (us -1: not run) */
+        sustained_t sus[2] = {{0, -1, 0, 0}, {0, -1, 0, 0}};
+        double us[2] = {-1, -1};
         us[0] = s_time_graph(s_ffn_pair_launch, &pair, st, e0, e1, INFINITY, &sus[0]);
-        /* (a) the fused op, x fresh again */
-        for (int32_t c = 0; c < n_cfg; c++) {
+        if (fused) { /* (a) the fused op, x fresh again */
             KERN_CUDA_FATAL(cudaMemcpy(x, x0, (size_t)T * H * 2, cudaMemcpyDeviceToDevice));
             kern_ffn_args_t a = {.dtype = dt,
                                  .y = x,
@@ -602,56 +595,48 @@ static int s_ffn_bench(const char *json, const char *only_T, cudaStream_t st, cu
                                  .n = T,
                                  .hidden = H,
                                  .inter = I};
-            us[1 + c] = s_time_graph(s_ffn_fused_launch, &a, st, e0, e1, INFINITY, &sus[1 + c]);
+            us[1] = s_time_graph(s_ffn_fused_launch, &a, st, e0, e1, INFINITY, &sus[1]);
         }
-        for (int v = 0; v <= n_cfg; v++) {
-            char vn[64];
-            snprintf(vn, sizeof vn, "%s", v ? "fused" : "unfused");
-            printf("%6d %-10s %10.2f %8.1f", (int)T, vn, us[v], flop / (us[v] * 1e-6) / 1e12);
+        for (int v = 0; v < 2 && us[v] > 0; v++) {
+            printf("%6d %-10s %10.2f %8.1f", (int)T, v ? "fused" : "unfused", us[v],
+                   flop / (us[v] * 1e-6) / 1e12);
             if (sus[v].us > 0)
                 printf("  %18.2f %9.4f %7.0f %12.0f%%", sus[v].us, sus[v].mj, sus[v].mhz,
                        100 * sus[v].capped);
             printf("\n");
         }
         /* fused / unfused: time (graphs), sustained time, energy (-1: not measured) */
-        double r_us[1 + kMaxConfigs] = {0}, r_sus[1 + kMaxConfigs] = {0},
-                        r_mj[1 + kMaxConfigs] = {0};
-        for (int v = 1; v <= n_cfg; v++) {
-            r_us[v] = us[v] / us[0];
-            r_sus[v] = sus[v].us > 0 && sus[0].us > 0 ? sus[v].us / sus[0].us : -1;
-            r_mj[v] = sus[v].us > 0 && sus[0].us > 0 && sus[v].mj >= 0 && sus[0].mj >= 0
-                          ? sus[v].mj / sus[0].mj
-                          : -1;
-            printf("%6d fused / unfused: %.3f in time", (int)T, r_us[v]);
-            if (r_sus[v] >= 0)
-                printf(", %.3f sustained", r_sus[v]);
-            if (r_mj[v] >= 0)
-                printf(", %.3f in energy", r_mj[v]);
+        const bool both_sus = sus[1].us > 0 && sus[0].us > 0;
+        const double r_us = us[1] > 0 ? us[1] / us[0] : -1,
+                     r_sus = both_sus ? sus[1].us / sus[0].us : -1,
+                     r_mj =
+                         both_sus && sus[1].mj >= 0 && sus[0].mj >= 0 ? sus[1].mj / sus[0].mj : -1;
+        if (r_us >= 0) {
+            printf("%6d fused / unfused: %.3f in time", (int)T, r_us);
+            if (r_sus >= 0)
+                printf(", %.3f sustained", r_sus);
+            if (r_mj >= 0)
+                printf(", %.3f in energy", r_mj);
             printf("\n");
         }
         if (j) {
             fprintf(j, "%s {\"tokens\": %d, \"unfused\": {\"us\": %.3f, ", n_json++ ? ",\n" : "",
                     (int)T, us[0]);
             s_json_sustained(j, &sus[0]);
-            fprintf(j, ", \"ffn1\": \"%s\", \"ffn2\": \"%s\"}, \"fused_configs\": [",
+            fprintf(j, ", \"ffn1\": \"%s\", \"ffn2\": \"%s\"}, \"fused\": ",
                     kern_linear_plan_describe(up), kern_linear_plan_describe(down));
-            for (int v = 1; v <= n_cfg; v++) {
-                fprintf(j, "%s{\"config\": %d, \"name\": \"%s\", \"us\": %.3f, ", v > 1 ? ", " : "",
-                        v - 1, "fused", us[v]);
-                s_json_sustained(j, &sus[v]);
-                fprintf(j, ", \"ratio_us\": %.4f, ", r_us[v]);
-                s_json_ratio(j, "ratio_sustained_us", r_sus[v]);
-                fprintf(j, ", ");
-                s_json_ratio(j, "ratio_mj", r_mj[v]);
-                fprintf(j, "}");
+            if (us[1] > 0) {
+                fprintf(j, "{\"us\": %.3f, ", us[1]);
+                s_json_sustained(j, &sus[1]);
+                fprintf(j, "}, ");
+            } else {
+                fprintf(j, "null, ");
             }
-            /* the fused op's ratios, at the top */
-            fprintf(j, "], ");
-            s_json_ratio(j, "ratio_us", n_cfg ? r_us[1] : -1);
+            s_json_ratio(j, "ratio_us", r_us);
             fprintf(j, ", ");
-            s_json_ratio(j, "ratio_sustained_us", n_cfg ? r_sus[1] : -1);
+            s_json_ratio(j, "ratio_sustained_us", r_sus);
             fprintf(j, ", ");
-            s_json_ratio(j, "ratio_mj", n_cfg ? r_mj[1] : -1);
+            s_json_ratio(j, "ratio_mj", r_mj);
             fprintf(j, "}");
         }
         kern_linear_plan_destroy(&up);

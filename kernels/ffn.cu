@@ -70,10 +70,13 @@ struct Params {
     int32_t n, inter;
 };
 
-template <int BI> struct Cfg {
-    static_assert(BI == 32, "chunk width 32: W2's stage rows are 64 bytes (desc_w2)");
-    /* a ring stage: W1 [BI][192] (three [BI][64] slabs) or W2 [192][BI] */
-    static constexpr int kStage = 3 * BI * 128;
+/* the intermediate's chunk width: 64 leaves no registers (its wgmmas were serialised); W2's stage
+ * rows are then 64 bytes (desc_w2) */
+constexpr int kBI = 32;
+
+struct Cfg {
+    /* a ring stage: W1 [kBI][192] (three [kBI][64] slabs) or W2 [192][kBI] */
+    static constexpr int kStage = 3 * kBI * 128;
     static constexpr int kStages = 120 * 1024 / kStage; /* 10 */
     static constexpr int kX = kSlabs * kBM * 128;       /* the x tile: 96 KiB */
     static constexpr int kRing = kStages * kStage;
@@ -130,11 +133,11 @@ __device__ __forceinline__ void group_bar(int wg) {
     asm volatile("bar.sync %0, 128;\n" ::"r"(wg) : "memory");
 }
 
-template <kern_dtype_t D, int BI>
+template <kern_dtype_t D>
 __device__ __forceinline__ void ffn_body(const CUtensorMap *tx, const CUtensorMap *tw1,
                                          const CUtensorMap *tw2, const Params &p) {
-    using C = Cfg<BI>;
-    constexpr int kKs = BI / 16; /* k16 slices of a chunk: the FFN-down's K steps */
+    using C = Cfg;
+    constexpr int kKs = kBI / 16; /* k16 slices of a chunk: the FFN-down's K steps */
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) uint64_t full[C::kStages], empty[C::kStages], xfull;
     const uint32_t raw = kern::smem_u32(smem_raw);
@@ -143,7 +146,7 @@ __device__ __forceinline__ void ffn_body(const CUtensorMap *tx, const CUtensorMa
     float *par = reinterpret_cast<float *>(smem_raw + (base - raw) + C::kPar); /* [3][384] */
     uint16_t *b1s = reinterpret_cast<uint16_t *>(par + 3 * kHid);
     const int wg = (int)threadIdx.x / 128, t128 = (int)threadIdx.x % 128;
-    const int32_t n_chunks = p.inter / BI, row0 = (int32_t)blockIdx.x * kBM;
+    const int32_t n_chunks = p.inter / kBI, row0 = (int32_t)blockIdx.x * kBM;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::kStages; s++) {
@@ -175,9 +178,9 @@ __device__ __forceinline__ void ffn_body(const CUtensorMap *tx, const CUtensorMa
                 mbar_expect_tx(bar, C::kStage);
                 if (q < 2)
                     for (int j = 0; j < 3; j++)
-                        tma_load(st + (uint32_t)j * BI * 128, tw1, bar, (3 * q + j) * 64, c * BI);
+                        tma_load(st + (uint32_t)j * kBI * 128, tw1, bar, (3 * q + j) * 64, c * kBI);
                 else
-                    tma_load(st, tw2, bar, c * BI, (q - 2) * kHalf);
+                    tma_load(st, tw2, bar, c * kBI, (q - 2) * kHalf);
             };
             const int32_t n_stages = 4 * n_chunks;
             const int32_t pre = n_stages < C::kStages ? n_stages : C::kStages;
@@ -206,7 +209,7 @@ __device__ __forceinline__ void ffn_body(const CUtensorMap *tx, const CUtensorMa
     const int32_t n_live = p.n_rows ? min(p.n, *p.n_rows) : p.n;
     const int warp = t128 / 32, lane = t128 % 32;
     const uint32_t xa = xs + (uint32_t)(wg - 1) * 64 * 128; /* this group's rows of each slab */
-    float y0[kHalf / 2], y1[kHalf / 2], h[BI / 2];
+    float y0[kHalf / 2], y1[kHalf / 2], h[kBI / 2];
     uint32_t a[kKs][4];
 
     auto wait_full = [&](int32_t it) {
@@ -232,9 +235,9 @@ __device__ __forceinline__ void ffn_body(const CUtensorMap *tx, const CUtensorMa
             for (int j = 0; j < 3; j++)
 #pragma unroll
                 for (int k = 0; k < 4; k++)
-                    kern::wgmma_ss<BI, 0, D>(
+                    kern::wgmma_ss<kBI, 0, D>(
                         h, desc_at(xd, (uint32_t)(3 * hf + j) * kBM * 128 + (uint32_t)k * 32),
-                        desc_at(wd, (uint32_t)j * BI * 128 + (uint32_t)k * 32), hf | j | k);
+                        desc_at(wd, (uint32_t)j * kBI * 128 + (uint32_t)k * 32), hf | j | k);
         }
         kern::wg_commit();
     };
@@ -269,7 +272,7 @@ __device__ __forceinline__ void ffn_body(const CUtensorMap *tx, const CUtensorMa
                 const int g = 2 * kk + i / 2;
                 const float *v = h + 4 * g + 2 * (i % 2);
                 const float2 bb =
-                    unpack16<D>(*reinterpret_cast<const uint32_t *>(b1s + c * BI + 8 * g + cl));
+                    unpack16<D>(*reinterpret_cast<const uint32_t *>(b1s + c * kBI + 8 * g + cl));
                 if constexpr (D == KERN_DTYPE_F16) /* z / 2 by one FFMA each */
                     a[kk][i] = kern::gelu_erf_h2_of_half(fmaf(v[0], 0.5f, 0.5f * bb.x),
                                                          fmaf(v[1], 0.5f, 0.5f * bb.y));
@@ -325,25 +328,29 @@ __device__ __forceinline__ void ffn_body(const CUtensorMap *tx, const CUtensorMa
     };
     /* this thread's column pair of b2 (gamma, beta: + kHid / 2): compile-time offsets from here */
     const float2 *par2 = reinterpret_cast<const float2 *>(par) + cl / 2;
+    /* f(half, g, hh, v) for each of the thread's accumulator pairs, v its two values */
+    auto for_pairs = [&](auto f) {
+#pragma unroll
+        for (int half = 0; half < 2; half++)
+#pragma unroll
+            for (int g = 0; g < kHalf / 8; g++)
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++)
+                    f(half, g, hh, (half ? y1 : y0) + 4 * g + 2 * hh);
+    };
     auto finish = [&](int32_t grow0) {
         float mean[2], rstd[2];
         {
             pair_bases();
             float s[2] = {0.f, 0.f};
-#pragma unroll
-            for (int half = 0; half < 2; half++)
-#pragma unroll
-                for (int g = 0; g < kHalf / 8; g++)
-#pragma unroll
-                    for (int hh = 0; hh < 2; hh++) {
-                        float *v = (half ? y1 : y0) + 4 * g + 2 * hh;
-                        const float2 r = unpack16<D>(lds32(pair_at(half, g, hh)));
-                        const float2 bb = par2[(half * kHalf + 8 * g) / 2];
-                        v[0] += bb.x + r.x;
-                        v[1] += bb.y + r.y;
-                        s[hh] += v[0] + v[1];
-                        asm volatile("" : "+f"(v[0]), "+f"(v[1]), "+f"(s[hh]));
-                    }
+            for_pairs([&](int half, int g, int hh, float *v) {
+                const float2 r = unpack16<D>(lds32(pair_at(half, g, hh)));
+                const float2 bb = par2[(half * kHalf + 8 * g) / 2];
+                v[0] += bb.x + r.x;
+                v[1] += bb.y + r.y;
+                s[hh] += v[0] + v[1];
+                asm volatile("" : "+f"(v[0]), "+f"(v[1]), "+f"(s[hh]));
+            });
 #pragma unroll
             for (int hh = 0; hh < 2; hh++) {
                 s[hh] += __shfl_xor_sync(0xffffffffu, s[hh], 1);
@@ -351,16 +358,10 @@ __device__ __forceinline__ void ffn_body(const CUtensorMap *tx, const CUtensorMa
                 mean[hh] = s[hh] * (1.f / kHid);
             }
             float q[2] = {0.f, 0.f}; /* two passes: the deviations' squares */
-#pragma unroll
-            for (int half = 0; half < 2; half++)
-#pragma unroll
-                for (int g = 0; g < kHalf / 8; g++)
-#pragma unroll
-                    for (int hh = 0; hh < 2; hh++) {
-                        const float *v = (half ? y1 : y0) + 4 * g + 2 * hh;
-                        const float d0 = v[0] - mean[hh], d1 = v[1] - mean[hh];
-                        q[hh] = fmaf(d0, d0, fmaf(d1, d1, q[hh]));
-                    }
+            for_pairs([&](int, int, int hh, float *v) {
+                const float d0 = v[0] - mean[hh], d1 = v[1] - mean[hh];
+                q[hh] = fmaf(d0, d0, fmaf(d1, d1, q[hh]));
+            });
 #pragma unroll
             for (int hh = 0; hh < 2; hh++) {
                 q[hh] += __shfl_xor_sync(0xffffffffu, q[hh], 1);
@@ -375,21 +376,15 @@ __device__ __forceinline__ void ffn_body(const CUtensorMap *tx, const CUtensorMa
                                p.out_f32 && grow0 + lr0 + 8 < n_live
                                    ? p.out_f32 + (int64_t)(grow0 + lr0 + 8) * kHid + cl
                                    : nullptr};
-#pragma unroll
-        for (int half = 0; half < 2; half++)
-#pragma unroll
-            for (int g = 0; g < kHalf / 8; g++)
-#pragma unroll
-                for (int hh = 0; hh < 2; hh++) {
-                    float *v = (half ? y1 : y0) + 4 * g + 2 * hh;
-                    const int c0 = half * kHalf + 8 * g; /* + cl */
-                    const float2 ga = par2[(kHid + c0) / 2], be = par2[(2 * kHid + c0) / 2];
-                    v[0] = (v[0] - mean[hh]) * rstd[hh] * ga.x + be.x;
-                    v[1] = (v[1] - mean[hh]) * rstd[hh] * ga.y + be.y;
-                    sts32(pair_at(half, g, hh), kern::pack16<D>(v[0], v[1]));
-                    if (o32[hh])
-                        *reinterpret_cast<float2 *>(o32[hh] + c0) = make_float2(v[0], v[1]);
-                }
+        for_pairs([&](int half, int g, int hh, float *v) {
+            const int c0 = half * kHalf + 8 * g; /* + cl */
+            const float2 ga = par2[(kHid + c0) / 2], be = par2[(2 * kHid + c0) / 2];
+            v[0] = (v[0] - mean[hh]) * rstd[hh] * ga.x + be.x;
+            v[1] = (v[1] - mean[hh]) * rstd[hh] * ga.y + be.y;
+            sts32(pair_at(half, g, hh), kern::pack16<D>(v[0], v[1]));
+            if (o32[hh])
+                *reinterpret_cast<float2 *>(o32[hh] + c0) = make_float2(v[0], v[1]);
+        });
         group_bar(wg); /* the group's rows are staged */
         /* 16-byte chunks q of the group's 64 x 48: row q / 48, chunk q % 48 */
         for (int q = t128; q < 64 * (kHid / 8); q += 128) {
@@ -409,11 +404,11 @@ __device__ __forceinline__ void ffn_body(const CUtensorMap *tx, const CUtensorMa
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__) /* empty for other archs */
-#define EMBER_FFN_BODY ffn_body<D, BI>(&tx, &tw1, &tw2, p)
+#define EMBER_FFN_BODY ffn_body<D>(&tx, &tw1, &tw2, p)
 #else
 #define EMBER_FFN_BODY (void)0
 #endif
-template <kern_dtype_t D, int BI>
+template <kern_dtype_t D>
 __global__ void __launch_bounds__(kThreads, 1)
     k_ffn(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw1,
           const __grid_constant__ CUtensorMap tw2, const Params p) {
@@ -421,11 +416,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 #undef EMBER_FFN_BODY
 
-constexpr int kBI = 32; /* 64 leaves no registers: its wgmmas were serialised */
-using Cf = Cfg<kBI>;
-
 typedef void (*kernel_t)(CUtensorMap, CUtensorMap, CUtensorMap, Params);
-const kernel_t kKernels[2] = {k_ffn<KERN_DTYPE_BF16, kBI>, k_ffn<KERN_DTYPE_F16, kBI>};
+const kernel_t kKernels[2] = {k_ffn<KERN_DTYPE_BF16>, k_ffn<KERN_DTYPE_F16>};
 
 std::atomic<uint64_t> g_prepared[2]; /* per dtype, a bit per device ordinal */
 
@@ -463,7 +455,7 @@ int kern_ffn_prepare(kern_dtype_t dtype, com_error_t *err) {
     if (rc != 0)
         return rc;
     KERN_CUDA_TRY(cudaFuncSetAttribute(kKernels[dtype], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)Cf::kSmem),
+                                       (int)Cfg::kSmem),
                   err);
     const int dev = s_device();
     if (dev >= 0)
@@ -504,7 +496,7 @@ int kern_ffn_cuda(const kern_ffn_args_t *a, cudaStream_t stream, com_error_t *er
     const Params p = {a->y,   a->b1,      a->b2,     a->gamma, a->beta,
                       a->eps, a->out_f32, a->n_rows, a->n,     a->inter};
     KERN_CUDA_TRY(kern::launch(kKernels[a->dtype], dim3((unsigned)((a->n + kBM - 1) / kBM)),
-                               dim3(kThreads), Cf::kSmem, stream, tx, tw1, tw2, p),
+                               dim3(kThreads), Cfg::kSmem, stream, tx, tw1, tw2, p),
                   err);
     return 0;
 }

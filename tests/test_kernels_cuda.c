@@ -81,11 +81,25 @@ static void s_poison(void *d, size_t bytes) {
     KERN_CUDA_FATAL(cudaMemset(d, 0xff, bytes));
 }
 
-static float *s_down_f32(const float *d, size_t n) {
-    float *h = malloc((n ? n : 1) * sizeof *h);
+/* bytes of device memory, as they are (after the stream's work) */
+static void *s_down_raw(const void *d, size_t bytes) {
+    void *h = malloc(bytes ? bytes : 1);
     KERN_CUDA_FATAL(cudaStreamSynchronize(g_st));
-    KERN_CUDA_FATAL(cudaMemcpy(h, d, n * sizeof *h, cudaMemcpyDeviceToHost));
+    KERN_CUDA_FATAL(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
     return h;
+}
+
+static float *s_down_f32(const float *d, size_t n) {
+    return s_down_raw(d, n * sizeof(float));
+}
+
+/* compute capability 9.0: where the sm_90a kernels (wgmma, TMA) run */
+static bool s_sm90(void) {
+    int dev = 0, major = 0, minor = 0;
+    CHECK(cudaGetDevice(&dev) == cudaSuccess);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return major == 9 && minor == 0;
 }
 
 /* n bf16 (or binary16 when f16) device values as fp32 */
@@ -151,6 +165,14 @@ static bool g_own_fuses[S_MAX_OWN], g_own_folds[S_MAX_OWN];
 /* ---- the 16-bit type of the GEMM-side kernels (linear, bias_gelu, add_layernorm's x / b) ---- */
 static const char *s_dtype_name(kern_dtype_t dt) {
     return dt == KERN_DTYPE_F16 ? "f16" : "bf16";
+}
+
+static uint16_t s_bits16(float v, kern_dtype_t dt) {
+    return dt == KERN_DTYPE_F16 ? com_half_from_f32(v) : kern_bf16_from_f32(v);
+}
+
+static float s_from_bits16(uint16_t b, kern_dtype_t dt) {
+    return dt == KERN_DTYPE_F16 ? com_half_to_f32(b) : kern_bf16_to_f32(b);
 }
 
 /* random fp32 values already representable in dt (bf16: s_rand_bf's draws) */
@@ -1355,8 +1377,7 @@ static void test_attention(void) {
  * MiniLM (384 = 12 x 32), 4 x 32, 24 x 32 and 12 x 64 (x and W stream through the ring of
  * stages: 12 slices), 4 x 64. Each run twice: the same bits. */
 static float s_round16(float v, kern_dtype_t dt) {
-    return dt == KERN_DTYPE_F16 ? com_half_to_f32(com_half_from_f32(v))
-                                : kern_bf16_to_f32(kern_bf16_from_f32(v));
+    return s_from_bits16(s_bits16(v, dt), dt);
 }
 
 static void test_qkv_attention_dt(kern_dtype_t dt) {
@@ -1626,22 +1647,6 @@ static float *s_randn_16(size_t n, float sd, kern_dtype_t dt) {
     return p;
 }
 
-static uint16_t s_bits16(float v, kern_dtype_t dt) {
-    return dt == KERN_DTYPE_F16 ? com_half_from_f32(v) : kern_bf16_from_f32(v);
-}
-
-static float s_from_bits16(uint16_t b, kern_dtype_t dt) {
-    return dt == KERN_DTYPE_F16 ? com_half_to_f32(b) : kern_bf16_to_f32(b);
-}
-
-/* bytes of device memory, as they are (after the stream's work) */
-static void *s_down_raw(const void *d, size_t bytes) {
-    void *h = malloc(bytes ? bytes : 1);
-    KERN_CUDA_FATAL(cudaStreamSynchronize(g_st));
-    KERN_CUDA_FATAL(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
-    return h;
-}
-
 /* max over i < n of |got - ref| / (atol + rtol |ref|) (NaN: infinity) */
 static double s_worst_ratio(const float *got, const float *ref, size_t n, double atol,
                             double rtol) {
@@ -1651,14 +1656,6 @@ static double s_worst_ratio(const float *got, const float *ref, size_t n, double
         worst = isnan(r) ? INFINITY : r > worst ? r : worst;
     }
     return worst;
-}
-
-static bool s_sm90(void) {
-    int dev = 0, major = 0, minor = 0;
-    CHECK(cudaGetDevice(&dev) == cudaSuccess);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    return major == 9 && minor == 0;
 }
 
 static void test_ffn_dt(kern_dtype_t dt) {
