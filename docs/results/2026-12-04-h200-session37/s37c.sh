@@ -1,0 +1,22 @@
+#!/bin/bash
+# Session 37, run 3 (prepared; for after s37b.sh and s37d.sh show the row tile correct and
+# kept): R (main + row_tile_R.patch) through gpu-check steps 3-4 (engine_cuda; the engine against the CPU engine
+# and transformers on the random-weight models; the real all-MiniLM-L6-v2 against
+# sentence-transformers: the tuner now may pick the row tile at the large buckets) and the
+# benches of record (step 5, 500 repetitions, transformers in the same run).
+# Pack: tar cf - -C .gpucarry lib binR real16 | xz -T2 --lzma2=preset=6,dict=192MiB > .gpupack/s37c.tar.xz
+#   (the real model's planes are 39 MB: move docs/results/2026-11-30* .. 2026-12-03* aside first)
+# Device: mkdir -p .gpucarry && tar xJf .gpupack/s37c.tar.xz -C .gpucarry && bash docs/results/2026-12-04-h200-session37/s37c.sh
+. bench/gpu/variant_steps.sh
+variant_setup s37c
+ln -sfn ../lib "$C/binR/lib"
+ln -sfn ../real16 "$C/binR/real-minilm"
+MODELS=/tmp/m OUT=$R/gc timeout 330 ops/gpu-check.sh --prebuilt "$C/binR" --engine-only --steps 3,4 > "$R/gc.log" 2>&1
+echo "== gpu-check 3,4 rc $? at $SECONDS s"
+grep -E "worst|OVERALL|passed|FFN fused" "$R/gc/summary.txt" "$R/gc.log" | tail -16
+rm -rf "$R"/gc/real "$R"/gc/check
+MODELS=/tmp/m OUT=$R/rec timeout 200 ops/gpu-check.sh --prebuilt "$C/binR" --engine-only \
+    --reps 500 --steps 5 > "$R/rec.log" 2>&1
+echo "== gpu-check 5 rc $? at $SECONDS s"
+tail -24 "$R/rec/summary.txt" 2>/dev/null || tail -20 "$R/rec.log"
+variant_finish s37c

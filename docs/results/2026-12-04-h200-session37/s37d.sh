@@ -1,0 +1,32 @@
+#!/bin/bash
+# Session 37, run 4 (prepared): the row tile on BERT-base (rows of 768), A against R (as s37b.sh:
+# the same pack) on ragged, 8192 and 16384 tokens, 2 rounds; the bench mode (one batch, 4
+# pipelined, 4 in flight, energy) of A and R for both models; then whether the fused FFN's joules
+# reach a one-lane engine (run 1: even with ffn=off on two lanes): ffn=off against auto at
+# lanes=1 on A, MiniLM, 2 rounds.
+# Pack: as s37b.sh (.gpupack/s37b.tar.xz)
+# Device: mkdir -p .gpucarry && tar xJf .gpupack/s37b.tar.xz -C .gpucarry && bash docs/results/2026-12-04-h200-session37/s37d.sh
+. bench/gpu/variant_steps.sh
+variant_setup s37d
+AB_MODELS=bert-base AB_ITERS=200 timeout 240 bash bench/gpu/engine_ab.sh "$R/ab.txt" /tmp/m \
+    ragged,8192,16384 2 A="$C/binA" R="$C/binR" > /dev/null 2>&1
+echo "== ab bert-base at $SECONDS s"
+ab_table "$R/ab.txt" | tee "$R/ab_table.md"
+echo "buckets x GEMMs on the row tile: $(grep -c 'row tile' /tmp/engine_ab_tc_bert-base_R)"
+cp /tmp/engine_ab_tc_bert-base_R "$R/tune_cache_bert-base_R.txt"
+for m in minilm bert-base; do
+    for v in A R; do
+        EMBER_TUNE_CACHE=/tmp/engine_ab_tc_${m}_$v timeout 100 "$C/bin$v/bench_engine_cuda" bench \
+            "/tmp/m/$m" "$m" "$R/bench_${m}_$v.json" 200 spin=5000 > "$R/bench_${m}_$v.txt" 2>&1
+        echo "== bench $m $v rc $? at $SECONDS s"
+        grep -E "100 texts|per 1000" "$R/bench_${m}_$v.txt" | head -6
+    done
+done
+EMBER_TUNE_CACHE=/tmp/tc_minilm1 timeout 100 "$C/binA/bench_engine_cuda" profile /tmp/m/minilm \
+    cuda:0,ffn=off,lanes=1 ragged,16384 20 spin=5000 > "$R/tune1.txt" 2>&1
+for v in off1 auto1; do cp /tmp/tc_minilm1 "/tmp/engine_ab_tc_minilm_$v"; done
+AB_MODELS=minilm AB_ITERS=400 timeout 120 bash bench/gpu/engine_ab.sh "$R/ab1.txt" /tmp/m \
+    ragged,16384 2 off1="$C/binA,ffn=off,lanes=1" auto1="$C/binA,lanes=1" > /dev/null 2>&1
+echo "== ab lanes=1 at $SECONDS s"
+ab_table "$R/ab1.txt" | tee "$R/ab1_table.md"
+variant_finish s37d
