@@ -6,7 +6,7 @@
 # (proj_ln; linear_ln with the row tile among the candidates), the gemms bench of out+ln and
 # ffn2+ln for both models in binary16 with the 16-bit residual (sustained 1 s: joules), then an
 # engine A/B of A against R on MiniLM (ragged, 4096, 12288, 16384; 3 rounds, each tuning its own
-# GEMMs) and the buckets whose plans chose the row tile.
+# GEMMs), the buckets whose plans chose the row tile, and Nsight Compute of the row tile.
 # Build: A = main, R = main + docs/results/2026-12-04-h200-session37/row_tile_R.patch (git am);
 #   tests/kernels_cuda, tests/engine_cuda, bench/bench_kernels_cuda, bench/bench_engine_cuda of
 #   each into .gpucarry/binA, .gpucarry/binR (strip --strip-unneeded); .gpucarry/lib as before.
@@ -31,4 +31,14 @@ ab_table "$R/ab.txt" | tee "$R/ab_table.md"
 echo "buckets x GEMMs on the row tile: $(grep -c 'row tile' /tmp/engine_ab_tc_minilm_R)"
 grep "row tile" /tmp/engine_ab_tc_minilm_R | cut -c1-120 | head -30
 cp /tmp/engine_ab_tc_minilm_R "$R/tune_cache_minilm_R.txt"
+# where the row tile's time goes: Nsight Compute of MiniLM's out+ln at 16384 tokens (clocks left alone)
+BENCH_SUSTAIN_S=0 timeout 150 ncu --clock-control none --set full -k regex:k_ffn -c 1 -o "$R/row" \
+    "$C/binR/bench_kernels_cuda" gemms "$R/ncu_bench.json" 16384 dtype=f16 residual=16 \
+    model=minilm gemm=out+ln "match=row tile" > "$R/ncu.log" 2>&1
+echo "== ncu rc $? at $SECONDS s"
+ncu -i "$R/row.ncu-rep" --page details --csv > "$R/row_details.csv" 2>/dev/null
+grep -E '"(Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|DRAM Throughput|Executed Ipc Active|Issue Slots Busy|Registers Per Thread|Local Memory Spilling Requests)"' "$R/row_details.csv" | cut -d, -f12- | head -20
+ncu -i "$R/row.ncu-rep" --page raw --csv --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__cycles_active.avg,l1tex__throughput.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed > "$R/row_raw.csv" 2>&1
+tail -3 "$R/row_raw.csv" | cut -c1-600
+rm -f "$R"/*.ncu-rep
 variant_finish s37b
