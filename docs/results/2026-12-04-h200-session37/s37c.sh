@@ -5,7 +5,7 @@
 # sentence-transformers: the tuner now may pick the row tile at the large buckets) and the
 # benches of record (step 5, 500 repetitions, transformers in the same run).
 # Pack: tar cf - -C .gpucarry lib binR real16 | xz -T2 --lzma2=preset=6,dict=192MiB > .gpupack/s37c.tar.xz
-#   (the real model's planes are 39 MB: move docs/results/2026-11-30* .. 2026-12-03* aside first)
+#   (50 MB: fits beside the tree since the old result folders are archived, docs/results/README.md)
 # Device: mkdir -p .gpucarry && tar xJf .gpupack/s37c.tar.xz -C .gpucarry && bash docs/results/2026-12-04-h200-session37/s37c.sh
 . bench/gpu/variant_steps.sh
 variant_setup s37c
