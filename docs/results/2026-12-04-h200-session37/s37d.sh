@@ -1,7 +1,8 @@
 #!/bin/bash
 # Session 37, run 4 (prepared): the row tile on BERT-base (rows of 768), A against R (as s37b.sh:
 # the same pack) on ragged, 8192 and 16384 tokens, 2 rounds; the bench mode (one batch, 4
-# pipelined, 4 in flight, energy) of A and R for both models; then the fused FFN's pass energy
+# pipelined, 4 in flight, energy) of A and R for both models; the board's GEMM energy ceiling
+# (bench/gpu/gemm_ceiling.py: cuBLAS at 8192^3 and at the engine's shapes); the fused FFN's pass energy
 # against ffn=off over longer windows (run 1: the kernel 12% below the unfused pair alone, the
 # pass even).
 # Pack: as s37b.sh (.gpupack/s37b.tar.xz)
@@ -22,6 +23,10 @@ for m in minilm bert-base; do
         grep -E "100 texts|per 1000" "$R/bench_${m}_$v.txt" | head -6
     done
 done
+# what a GEMM's joules can be on this board (cuBLAS through torch, sustained at the cap)
+timeout 120 python3 bench/gpu/gemm_ceiling.py "$R/gemm_ceiling.json" > "$R/gemm_ceiling.txt" 2>&1
+echo "== gemm ceiling rc $? at $SECONDS s"
+cat "$R/gemm_ceiling.txt"
 # the fused FFN's puzzle: 12% fewer joules alone at 16384 tokens, even in the whole pass (r1:
 # 910.6 vs 927.9 mJ, runs 901-1024); the pass's energy over longer windows (1500 passes a run)
 EMBER_TUNE_CACHE=/tmp/tc_minilm_f timeout 100 "$C/binA/bench_engine_cuda" profile /tmp/m/minilm \
