@@ -419,16 +419,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 typedef void (*kernel_t)(CUtensorMap, CUtensorMap, CUtensorMap, Params);
 const kernel_t kKernels[2] = {k_ffn<KERN_DTYPE_BF16>, k_ffn<KERN_DTYPE_F16>};
 
-std::atomic<uint64_t> g_prepared[2]; /* per dtype, a bit per device ordinal */
+std::atomic<uint64_t> g_ready[2]; /* per dtype: kern::setup_once's devices */
 
 bool s_dtype_ok(kern_dtype_t dtype) {
     return dtype == KERN_DTYPE_BF16 || dtype == KERN_DTYPE_F16;
 }
 
-/* the current device's ordinal (-1: none) */
-int s_device() {
-    int dev = -1;
-    return cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 ? dev : -1;
+/* the host-side set-up a launch needs (no-ops once done on the device) */
+int s_setup(kern_dtype_t dtype, com_error_t *err) {
+    const int rc = kern::tma_init(err);
+    if (rc != 0)
+        return rc;
+    KERN_CUDA_TRY(kern::setup_once(kKernels[dtype], Cfg::kSmem, g_ready[dtype]), err);
+    return 0;
 }
 
 } // namespace
@@ -439,9 +442,9 @@ bool kern_ffn_supported(kern_dtype_t dtype, int32_t hidden, int32_t inter) {
 }
 
 int32_t kern_ffn_wave_rows(void) {
-    const int dev = s_device();
-    int sms = 0;
-    if (dev < 0 || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
         return 0;
     return sms * kBM;
 }
@@ -451,16 +454,7 @@ int kern_ffn_prepare(kern_dtype_t dtype, com_error_t *err) {
         return com_error_set(err, COM_EINVAL, "ffn: dtype %d", (int)dtype);
     if (!kern_sm90a_device())
         return com_error_set(err, COM_EUNSUPPORTED, "ffn: needs compute capability 9.0");
-    const int rc = kern::tma_init(err);
-    if (rc != 0)
-        return rc;
-    KERN_CUDA_TRY(cudaFuncSetAttribute(kKernels[dtype], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)Cfg::kSmem),
-                  err);
-    const int dev = s_device();
-    if (dev >= 0)
-        g_prepared[dtype].fetch_or((uint64_t)1 << dev, std::memory_order_release);
-    return 0;
+    return s_setup(dtype, err);
 }
 
 int kern_ffn_cuda(const kern_ffn_args_t *a, cudaStream_t stream, com_error_t *err) {
@@ -478,10 +472,9 @@ int kern_ffn_cuda(const kern_ffn_args_t *a, cudaStream_t stream, com_error_t *er
         return com_error_set(err, COM_EINVAL,
                              "ffn: needs y, x, w1, b1, w2, b2, gamma, beta, eps >= 0, 16-byte "
                              "aligned y, x, w1, w2, out_f32 and a 4-byte aligned b1");
-    const int dev = s_device();
-    if (!kern::tma_ready() || dev < 0 ||
-        !(g_prepared[a->dtype].load(std::memory_order_acquire) & ((uint64_t)1 << dev)))
-        return com_error_set(err, COM_EINVAL, "ffn: kern_ffn_prepare has not run on this device");
+    const int rc0 = s_setup(a->dtype, err);
+    if (rc0 != 0)
+        return rc0;
     CUtensorMap tx, tw1, tw2;
     int rc = kern::tma_encode_2d(&tx, a->dtype, a->x, a->n, kHid, kHid, kBM, 64,
                                  CU_TENSOR_MAP_SWIZZLE_128B, err);

@@ -45,8 +45,9 @@ typedef struct kern_ffn_args {
  * hidden == 384 (the accumulators of a 64-row block's whole output row live in registers),
  * inter % 64 == 0, dtype bf16 or binary16. */
 bool kern_ffn_supported(kern_dtype_t dtype, int32_t hidden, int32_t inter);
-/* Host-side set-up (shared-memory limit, the driver's tensor-map encoder): before the first
- * launch, outside graph capture. 0, COM_EINVAL, COM_EUNSUPPORTED or COM_EINTERNAL. */
+/* Host-side set-up (shared-memory limit, the driver's tensor-map encoder), which the first
+ * kern_ffn_cuda on a device otherwise does itself: call it before a graph capture whose launch
+ * may be the first. 0, COM_EINVAL, COM_EUNSUPPORTED or COM_EINTERNAL. */
 int kern_ffn_prepare(kern_dtype_t dtype, com_error_t *err);
 /* The rows one wave of the kernel's CTAs covers on the current device (128-row tiles, one CTA an
  * SM: 128 x the SM count; 0 when there is no device). Against the unfused pair on the H200
@@ -56,8 +57,8 @@ int kern_ffn_prepare(kern_dtype_t dtype, com_error_t *err);
 int32_t kern_ffn_wave_rows(void);
 /* y (and out_f32) = the op above for rows t < *n_rows; later rows untouched. y, x, w1, w2 and
  * out_f32 16-byte aligned (TMA, vector stores), b1 4-byte aligned. Deterministic; no allocation;
- * capture-safe (tensor maps are encoded on the host). Returns 0, COM_EINVAL (unsupported shape, bad
- * or unaligned operands, not prepared) or COM_EINTERNAL. Enqueued on stream. */
+ * capture-safe once set up (tensor maps are encoded on the host). Returns 0, COM_EINVAL
+ * (unsupported shape, bad or unaligned operands) or COM_EINTERNAL. Enqueued on stream. */
 int kern_ffn_cuda(const kern_ffn_args_t *a, struct CUstream_st *stream, com_error_t *err);
 #endif
 

@@ -105,9 +105,10 @@ static inline int32_t wrk_bert_cuda_fold_max_default(int32_t hidden) {
  * (the fold keeps its own); refused with COM_EUNSUPPORTED when the model, GPU or residual stream
  * rule it out, or the fold takes every bucket. AUTO: ffn_min default 0.9 of
  * kern_ffn_wave_rows(), a wave of the kernel's 128-row tiles (15206 tokens on the H200's 132
- * SMs, so its 16384-token bucket, 128 tiles: whole MiniLM passes 4.7% faster there, 6.4% slower
- * at 12288 tokens, 96 tiles, 29% at 8192; docs/benchmarks.md, thirty-fifth round); nothing when
- * ineligible. OFF: the two GEMMs everywhere. Fused buckets have no FFN plans. */
+ * SMs, so its 16384-token bucket, 128 tiles: with ffn=on whole MiniLM passes ran 6.4% slower at
+ * 12288 tokens, 96 tiles, 29% at 8192; this default against ffn=off: 2.1% faster at 16384, even
+ * on the 100-text ragged batch; docs/benchmarks.md, thirty-fifth and thirty-sixth rounds);
+ * nothing when ineligible. OFF: the two GEMMs everywhere. Fused buckets have no FFN plans. */
 #define WRK_BERT_FFN_AUTO 0
 #define WRK_BERT_FFN_OFF  1
 #define WRK_BERT_FFN_ON   2
