@@ -72,48 +72,61 @@ static void s_unit_gemm(const kern_attention_params_t *p, float *out, int64_t ld
     s_scale_rows(oh, ldo, inv, len, hd);
 }
 
-KERN_CLONES static void s_unit(const kern_attention_params_t *p, float *out, int64_t ldo,
-                               const float *q, int64_t ldq, const float *k, int64_t ldk,
-                               const float *v, int64_t ldv, int32_t t0, int32_t len, int32_t h,
-                               float *scratch) {
+/* One query row: o = softmax(scale * qr K^T) V over n keys, K transposed in kt (key j's
+ * element d at kt[d * ld_kt + j]), key j's value at v + j * ldv. sc [n] and acc [head_dim] are
+ * scratch. */
+KERN_CLONES static void s_query(const kern_attention_params_t *p, float *restrict o,
+                                const float *restrict qr, const float *restrict kt, int32_t ld_kt,
+                                const float *v, int64_t ldv, int32_t n, float *restrict sc,
+                                float *restrict acc) {
     const int32_t hd = p->head_dim;
-    const int32_t kh = h / (p->n_heads / p->n_kv_heads);
-    float *restrict kt = scratch;
-    float *restrict sc = kt + (size_t)hd * len;
-    float *restrict acc = sc + len;
+    for (int32_t j = 0; j < n; j++)
+        sc[j] = 0.0f;
+    for (int32_t d = 0; d < hd; d++) {
+        const float qd = qr[d] * p->scale;
+        const float *restrict kd = kt + (size_t)d * ld_kt;
+        for (int32_t j = 0; j < n; j++)
+            sc[j] += qd * kd[j];
+    }
+    const float m = kern_max(sc, n);
+    for (int32_t j = 0; j < n; j++)
+        sc[j] = kern_expf(sc[j] - m);
+    const float inv = 1.0f / kern_sum(sc, n);
+    for (int32_t d = 0; d < hd; d++)
+        acc[d] = 0.0f;
+    for (int32_t j = 0; j < n; j++) {
+        const float pj = sc[j];
+        const float *restrict vr = v + (int64_t)j * ldv;
+        for (int32_t d = 0; d < hd; d++)
+            acc[d] += pj * vr[d];
+    }
+    for (int32_t d = 0; d < hd; d++)
+        o[d] = acc[d] * inv;
+}
 
-    for (int32_t j = 0; j < len; j++) {
+/* K rows [t0, t0 + n) of kv head kh, transposed into kt [head_dim][n]. */
+static void s_transpose_keys(const kern_attention_params_t *p, float *restrict kt, const float *k,
+                             int64_t ldk, int32_t t0, int32_t n, int32_t kh) {
+    const int32_t hd = p->head_dim;
+    for (int32_t j = 0; j < n; j++) {
         const float *kr = k + (int64_t)(t0 + j) * ldk + (int64_t)kh * hd;
         for (int32_t d = 0; d < hd; d++)
-            kt[(size_t)d * len + j] = kr[d];
+            kt[(size_t)d * n + j] = kr[d];
     }
-    for (int32_t i = 0; i < len; i++) {
-        const float *restrict qr = q + (int64_t)(t0 + i) * ldq + (int64_t)h * hd;
-        const int32_t n = p->causal ? i + 1 : len;
-        for (int32_t j = 0; j < n; j++)
-            sc[j] = 0.0f;
-        for (int32_t d = 0; d < hd; d++) {
-            const float qd = qr[d] * p->scale;
-            const float *restrict kd = kt + (size_t)d * len;
-            for (int32_t j = 0; j < n; j++)
-                sc[j] += qd * kd[j];
-        }
-        const float m = kern_max(sc, n);
-        for (int32_t j = 0; j < n; j++)
-            sc[j] = kern_expf(sc[j] - m);
-        const float inv = 1.0f / kern_sum(sc, n);
-        for (int32_t d = 0; d < hd; d++)
-            acc[d] = 0.0f;
-        for (int32_t j = 0; j < n; j++) {
-            const float pj = sc[j];
-            const float *restrict vr = v + (int64_t)(t0 + j) * ldv + (int64_t)kh * hd;
-            for (int32_t d = 0; d < hd; d++)
-                acc[d] += pj * vr[d];
-        }
-        float *restrict o = out + (int64_t)(t0 + i) * ldo + (int64_t)h * hd;
-        for (int32_t d = 0; d < hd; d++)
-            o[d] = acc[d] * inv;
-    }
+}
+
+static void s_unit(const kern_attention_params_t *p, float *out, int64_t ldo, const float *q,
+                   int64_t ldq, const float *k, int64_t ldk, const float *v, int64_t ldv,
+                   int32_t t0, int32_t len, int32_t h, float *scratch) {
+    const int32_t hd = p->head_dim;
+    const int32_t kh = h / (p->n_heads / p->n_kv_heads);
+    float *kt = scratch, *sc = kt + (size_t)hd * len, *acc = sc + len;
+    s_transpose_keys(p, kt, k, ldk, t0, len, kh);
+    const float *vh = v + (int64_t)t0 * ldv + (int64_t)kh * hd;
+    for (int32_t i = 0; i < len; i++)
+        s_query(p, out + (int64_t)(t0 + i) * ldo + (int64_t)h * hd,
+                q + (int64_t)(t0 + i) * ldq + (int64_t)h * hd, kt, len, vh, ldv,
+                p->causal ? i + 1 : len, sc, acc);
 }
 
 void kern_attention_ref(const kern_attention_params_t *p, float *out, int64_t ldo, const float *q,
@@ -130,5 +143,29 @@ void kern_attention_ref(const kern_attention_params_t *p, float *out, int64_t ld
             s_unit_gemm(p, out, ldo, q, ldq, k, ldk, v, ldv, t0, len, h, scratch);
         else if (len > 0)
             s_unit(p, out, ldo, q, ldq, k, ldk, v, ldv, t0, len, h, scratch);
+    }
+}
+
+void kern_attention_rows_ref(const kern_attention_params_t *p, float *out, int64_t ldo,
+                             const float *q, int64_t ldq, const float *k, int64_t ldk,
+                             const float *v, int64_t ldv, const int32_t *cu_seqlens,
+                             const int32_t *rows, int32_t n_seqs, int32_t part, int32_t n_parts,
+                             float *scratch) {
+    assert(p->n_kv_heads >= 1 && p->n_heads % p->n_kv_heads == 0);
+    assert(n_parts >= 1 && part >= 0 && part < n_parts);
+    const int32_t hd = p->head_dim;
+    const int64_t n_units = (int64_t)n_seqs * p->n_heads;
+    for (int64_t u = part; u < n_units; u += n_parts) {
+        const int32_t s = (int32_t)(u / p->n_heads), h = (int32_t)(u % p->n_heads);
+        const int32_t kh = h / (p->n_heads / p->n_kv_heads);
+        const int32_t t0 = cu_seqlens[s], len = cu_seqlens[s + 1] - t0, i = rows[s] - t0;
+        assert(i >= 0 && i < len);
+        /* causal: the keys up to the row; only those are transposed */
+        const int32_t n = p->causal ? i + 1 : len;
+        float *kt = scratch, *sc = kt + (size_t)hd * n, *acc = sc + n;
+        s_transpose_keys(p, kt, k, ldk, t0, n, kh);
+        s_query(p, out + (int64_t)s * ldo + (int64_t)h * hd,
+                q + (int64_t)rows[s] * ldq + (int64_t)h * hd, kt, n,
+                v + (int64_t)t0 * ldv + (int64_t)kh * hd, ldv, n, sc, acc);
     }
 }

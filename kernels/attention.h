@@ -49,6 +49,18 @@ void kern_attention_ref(const kern_attention_params_t *p, float *out,
                         int32_t n_seqs, int32_t part, int32_t n_parts,
                         float *scratch); /* [kern_attention_ref_scratch_floats], host */
 
+/* The same attention for one query row a sequence: out row s (of [n_seqs, ...]) is the output of
+ * packed query row rows[s] (cu_seqlens[s] <= rows[s] < cu_seqlens[s + 1]) over its sequence's keys
+ * (causal: the keys up to it). For poolings that read one row a sequence (CLS, last token), whose
+ * last layer needs no other query. Units (s, h) split by part as kern_attention_ref's, with the
+ * same scratch; out must not overlap q, k, v. */
+void kern_attention_rows_ref(const kern_attention_params_t *p, float *out,
+                             int64_t ldo, /* [n_seqs, >= n_heads*head_dim] fp32 */
+                             const float *q, int64_t ldq, const float *k, int64_t ldk,
+                             const float *v, int64_t ldv, const int32_t *cu_seqlens,
+                             const int32_t *rows, /* [n_seqs], host */
+                             int32_t n_seqs, int32_t part, int32_t n_parts, float *scratch);
+
 /* The query-tile table of the CUDA attention (attention_tiles.c), built on the host per batch:
  * entry i (KERN_ATTENTION_TILE_WORDS words) = the packed rows [q0, q0 + n) one CTA takes (per
  * head), q0 | (n - 1) << 24 with 1 <= n <= 64, then the keys [kbeg, kend) it walks (the first

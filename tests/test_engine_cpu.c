@@ -6,13 +6,15 @@
  * and max |diff| <= 1e-4 (raw, unnormalised vectors: 1e-4 relative to their max |value| when that
  * is above 1). Then: Matryoshka (out_dim 128, re-normalised), raw pooled outputs, bad batches
  * (COM_EINVAL, nothing queued, the engine keeps working), many batches in flight completing in
- * order, destroying the engine and results with work in flight, and our tokenizer reproducing
- * ST's ids. */
+ * order, destroying the engine and results with work in flight, the same weights under CLS and
+ * last-token pooling (whose last layer computes only the pooled rows), and our tokenizer
+ * reproducing ST's ids. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -311,6 +313,88 @@ static void test_destroy_in_flight(const char *model_dir) {
     wrk_result_destroy(NULL);
 }
 
+static int s_write_file(const char *dir, const char *name, const char *text) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    const int rc = fputs(text, f) < 0 ? -1 : 0;
+    return fclose(f) != 0 ? -1 : rc;
+}
+
+/* The model's weights under CLS pooling + Normalize (fixture kind 3, as the bge models pool) and
+ * last-token pooling, raw (kind 4): the engine's last layer then computes only the pooled rows
+ * past its QKV (worker/model_bert.c). A model directory of links to the real files with its own
+ * modules.json and 1_Pooling/config.json; batches of 1, 7 and all, and one thread with a small
+ * workspace that splits the batch. */
+static void test_row_pooling(const char *model_dir) {
+    char dir[4096], sub[4200], from[4200], to[4200];
+    if (test_scratch_dir("ember-rowpool", dir, sizeof dir) != 0) {
+        CHECK_MSG(0, "scratch directory");
+        return;
+    }
+    static const char *const linked[] = {"config.json", "model.safetensors",
+                                         "sentence_bert_config.json", "tokenizer.json"};
+    char *real = realpath(model_dir, NULL); /* the links' targets: model_dir may be relative */
+    bool ok = real != NULL;
+    for (size_t i = 0; i < sizeof linked / sizeof *linked && ok; i++) {
+        snprintf(from, sizeof from, "%s/%s", real, linked[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, linked[i]);
+        ok = ok && symlink(from, to) == 0;
+    }
+    free(real);
+    snprintf(sub, sizeof sub, "%s/1_Pooling", dir);
+    ok = ok && mkdir(sub, 0700) == 0;
+    CHECK_MSG(ok, "model directory %s", dir);
+    static const struct {
+        uint32_t kind;
+        const char *flag, *normalize_module;
+    } cases[] = {{3, "pooling_mode_cls_token",
+                  ", {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Normalize\", \"type\": "
+                  "\"sentence_transformers.models.Normalize\"}"},
+                 {4, "pooling_mode_lasttoken", ""}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases && ok; c++) {
+        char modules[1024], pooling[256];
+        snprintf(modules, sizeof modules,
+                 "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
+                 "\"sentence_transformers.models.Transformer\"}, {\"idx\": 1, \"name\": \"1\", "
+                 "\"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"}%s]",
+                 cases[c].normalize_module);
+        snprintf(pooling, sizeof pooling, "{\"word_embedding_dimension\": 384, \"%s\": true}",
+                 cases[c].flag);
+        CHECK(s_write_file(dir, "modules.json", modules) == 0 &&
+              s_write_file(dir, "1_Pooling/config.json", pooling) == 0);
+        static const wrk_engine_opts_t small = {"cpu", 1, 600};
+        for (int o = 0; o < 2; o++) {
+            wrk_engine_t *e = NULL;
+            com_error_t err = {0};
+            const int rc = wrk_engine_new(dir, o ? &small : NULL, &e, &err);
+            CHECK_MSG(rc == 0, "engine (%s): %s", cases[c].flag, err.msg);
+            if (rc != 0)
+                continue;
+            CHECK(wrk_engine_model(e)->pooling ==
+                  (cases[c].kind == 3 ? COM_POOL_CLS : COM_POOL_LAST));
+            static const int32_t sizes[] = {1, 7, 0};
+            for (size_t i = o ? 2 : 0; i < sizeof sizes / sizeof *sizes; i++) {
+                worst_t w = {1.0, 0.0, 0};
+                s_run_kind(e, cases[c].kind, sizes[i], 0, -1, &w);
+                printf("%s, %s, batches of %s: %d embeddings, worst 1-cosine %.2e, max |diff| / "
+                       "max(1,|ref|) %.3g\n",
+                       cases[c].kind == 3 ? "CLS pooling + Normalize" : "last-token pooling, raw",
+                       o ? "1 thread, max_batch_tokens 600" : "default",
+                       sizes[i] == 1   ? "1"
+                       : sizes[i] == 7 ? "7"
+                                       : "all",
+                       (int)w.n, 1.0 - w.cos, w.abs);
+                CHECK(w.n == 40);
+            }
+            wrk_engine_destroy(&e);
+        }
+    }
+    test_rm_tree(dir);
+}
+
 static void test_tokenizer_ids(const char *model_dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer.json", model_dir);
@@ -425,6 +509,7 @@ int main(void) {
     CHECK(wrk_engine_new("/nonexistent/model", NULL, &e, &err) != 0 && e == NULL);
 
     test_destroy_in_flight(model_dir);
+    test_row_pooling(model_dir);
     test_tokenizer_ids(model_dir);
     for (int32_t i = 0; i < g_n; i++) {
         free(g_recs[i].ids);

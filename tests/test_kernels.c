@@ -350,6 +350,33 @@ static void test_attention(void) {
                      (int)cf->heads, (int)cf->kv, (int)cf->hd, cf->causal, cf->packed, bi);
             s_check(what, out1, ref, (size_t)n * qw, 2e-6, 1e-4);
             CHECK_MSG(memcmp(out1, out3, (size_t)n * qw * sizeof(float)) == 0, "%s: 3 parts", what);
+            /* one query row a sequence (kern_attention_rows_ref): the first (CLS), the last, a
+             * middle one; against the same double reference's rows, 1 and 3 parts */
+            for (int32_t pick = 0; pick < 3; pick++) {
+                int32_t rows[8];
+                double *ref_rows = malloc((size_t)ns * qw * sizeof *ref_rows);
+                for (int32_t s = 0; s < ns; s++) {
+                    rows[s] = pick == 0   ? cu[s]
+                              : pick == 1 ? cu[s + 1] - 1
+                                          : cu[s] + (cu[s + 1] - cu[s]) / 2;
+                    memcpy(ref_rows + (size_t)s * qw, ref + (size_t)rows[s] * qw,
+                           (size_t)qw * sizeof *ref_rows);
+                }
+                float *r1 = s_poisoned((size_t)ns * qw), *r3 = s_poisoned((size_t)ns * qw);
+                kern_attention_rows_ref(&p, r1, qw, q, ldq, k, ldk, v, ldv, cu, rows, ns, 0, 1,
+                                        scratch);
+                for (int32_t part = 0; part < 3; part++)
+                    kern_attention_rows_ref(&p, r3, qw, q, ldq, k, ldk, v, ldv, cu, rows, ns, part,
+                                            3, scratch + part * sfl);
+                char rwhat[128];
+                snprintf(rwhat, sizeof rwhat, "%s rows %d", what, (int)pick);
+                s_check(rwhat, r1, ref_rows, (size_t)ns * qw, 2e-6, 1e-4);
+                CHECK_MSG(memcmp(r1, r3, (size_t)ns * qw * sizeof(float)) == 0, "%s: 3 parts",
+                          rwhat);
+                free(ref_rows);
+                free(r1);
+                free(r3);
+            }
             free(ref);
             free(scratch);
             free(out1);

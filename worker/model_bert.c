@@ -12,6 +12,11 @@
  *   ctx [T, H]             attention output, later the FFN down-projection output
  *   tmp [T, H]             attention output projection
  *   att [n_parts][scratch] per-thread attention scratch (sequences up to max positions)
+ *   rows [T + 1]           the pooled rows (CLS or last token), then [0, 1, ..., n_seqs]
+ * With CLS or last-token pooling the last layer computes, past its QKV projection (K and V of
+ * every token are still needed), only the one row a sequence the pooling reads: attention for
+ * that query alone (kern_attention_rows_ref), then the output projection, FFN and LayerNorms on
+ * [n_seqs, H] (for a 6-layer model about a seventh of the pass's FLOPs fewer).
  * All parallelism is the pool's: the GEMMs are split by rows (each part one single-threaded
  * cblas_sgemm over its rows, reading the whole weight), the element-wise ops by rows, attention by
  * (seq, head) units. OpenBLAS must run single-threaded (the engine sets 1 thread): measured on
@@ -58,6 +63,7 @@ struct wrk_bert_ws {
     float *h, *big, *ctx, *tmp;
     float *att;        /* [n_parts * att_stride] */
     size_t att_stride; /* floats per part */
+    int32_t *rows;     /* [max_tokens + 1] */
 };
 
 static float *s_own(wrk_bert_t *m, size_t n, com_error_t *err) {
@@ -241,7 +247,8 @@ int wrk_bert_ws_new(const wrk_bert_t *m, int32_t max_tokens, int32_t n_parts, wr
     ws->ctx = s_alloc(T * H);
     ws->tmp = s_alloc(T * H);
     ws->att = s_alloc(ws->att_stride * (size_t)n_parts);
-    if (!ws->h || !ws->big || !ws->ctx || !ws->tmp || !ws->att) {
+    ws->rows = malloc((T + 1) * sizeof *ws->rows);
+    if (!ws->h || !ws->big || !ws->ctx || !ws->tmp || !ws->att || !ws->rows) {
         wrk_bert_ws_destroy(&ws);
         return com_error_set(err, COM_ENOMEM, "bert workspace: cannot allocate %zu MiB",
                              (T * (3 * H + wide) * sizeof(float)) >> 20);
@@ -259,6 +266,7 @@ void wrk_bert_ws_destroy(wrk_bert_ws_t **self_p) {
     free(ws->ctx);
     free(ws->tmp);
     free(ws->att);
+    free(ws->rows);
     free(ws);
     *self_p = NULL;
 }
@@ -297,6 +305,19 @@ static void s_attention_part(void *arg, int32_t part, int32_t n_parts) {
     const float *qkv = s->ws->big;
     kern_attention_ref(&ap, s->ws->ctx, H, qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H, s->cu,
                        s->n_seqs, part, n_parts, s->ws->att + (size_t)part * s->ws->att_stride);
+}
+
+/* Attention for the pooled rows only (ws->rows): ctx row s is sequence s's. */
+static void s_attention_rows_part(void *arg, int32_t part, int32_t n_parts) {
+    const s_step_t *s = arg;
+    const com_model_info_t *in = &s->m->info;
+    const int64_t H = in->hidden_size;
+    const kern_attention_params_t ap = {in->num_heads, in->num_heads, in->head_dim,
+                                        1.0f / sqrtf((float)in->head_dim), false};
+    const float *qkv = s->ws->big;
+    kern_attention_rows_ref(&ap, s->ws->ctx, H, qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H,
+                            s->cu, s->ws->rows, s->n_seqs, part, n_parts,
+                            s->ws->att + (size_t)part * s->ws->att_stride);
 }
 
 static void s_attn_ln_part(void *arg, int32_t part, int32_t n_parts) {
@@ -370,23 +391,41 @@ int wrk_bert_forward(const wrk_bert_t *m, wrk_bert_ws_t *ws, wrk_tpool_t *pool,
         return com_error_set(err, COM_EINVAL, "bert forward: pool of %d parts, workspace for %d",
                              (int)wrk_tpool_size(pool), (int)ws->n_parts);
     const int32_t H = in->hidden_size, I = in->intermediate_size;
+    const bool one_row = in->pooling == COM_POOL_CLS || in->pooling == COM_POOL_LAST;
     s_step_t s = {m, ws, NULL, token_ids, type_ids, cu_seqlens, n_seqs, n_tokens};
     s_run(pool, s_embed_part, &s);
     for (int32_t l = 0; l < in->num_layers; l++) {
         const s_layer_t *L = &m->layers[l];
         s.L = L;
         s_linear(pool, ws->big, ws->h, L->wqkv, L->bqkv, n_tokens, H, 3 * H);
-        s_run(pool, s_attention_part, &s);
-        s_linear(pool, ws->tmp, ws->ctx, L->wo, NULL, n_tokens, H, H);
+        if (one_row && l == in->num_layers - 1) {
+            /* from here on, row s is sequence s's pooled row (see the top of this file) */
+            for (int32_t q = 0; q < n_seqs; q++)
+                ws->rows[q] = in->pooling == COM_POOL_CLS ? cu_seqlens[q] : cu_seqlens[q + 1] - 1;
+            s_run(pool, s_attention_rows_part, &s);
+            /* the residual rows moved up in place: rows[q] >= q, increasing */
+            for (int32_t q = 0; q < n_seqs; q++)
+                if (ws->rows[q] != q)
+                    memcpy(ws->h + (size_t)q * H, ws->h + (size_t)ws->rows[q] * H,
+                           (size_t)H * sizeof *ws->h);
+            s.n_tokens = n_seqs;
+        } else {
+            s_run(pool, s_attention_part, &s);
+        }
+        const int32_t n = s.n_tokens;
+        s_linear(pool, ws->tmp, ws->ctx, L->wo, NULL, n, H, H);
         s_run(pool, s_attn_ln_part, &s);
-        s_linear(pool, ws->big, ws->h, L->w1, NULL, n_tokens, H, I);
+        s_linear(pool, ws->big, ws->h, L->w1, NULL, n, H, I);
         s_run(pool, s_gelu_part, &s);
-        s_linear(pool, ws->ctx, ws->big, L->w2, NULL, n_tokens, I, H);
+        s_linear(pool, ws->ctx, ws->big, L->w2, NULL, n, I, H);
         s_run(pool, s_ffn_ln_part, &s);
     }
-    kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
-                            : in->pooling == COM_POOL_LAST ? KERN_POOL_LAST
-                                                           : KERN_POOL_MEAN;
-    kern_pool_ref(out, ws->h, cu_seqlens, n_seqs, H, mode, out_dim, normalize);
+    if (one_row) { /* each sequence's row is row s: pool one-token sequences */
+        for (int32_t q = 0; q <= n_seqs; q++)
+            ws->rows[q] = q;
+        kern_pool_ref(out, ws->h, ws->rows, n_seqs, H, KERN_POOL_CLS, out_dim, normalize);
+    } else {
+        kern_pool_ref(out, ws->h, cu_seqlens, n_seqs, H, KERN_POOL_MEAN, out_dim, normalize);
+    }
     return 0;
 }

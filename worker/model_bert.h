@@ -5,6 +5,7 @@
  * Forward: h = LN(word[id] + pos[i] + type[tt]); per layer: qkv = h Wqkv^T + bqkv (Q, K, V fused
  * into one [3*hidden, hidden] weight at load), ctx = attention(qkv), h = LN(ctx Wo^T + bo + h),
  * f = GELU(h W1^T + b1), h = LN(f W2^T + b2 + h); then pooling / Matryoshka / L2 (kernels/pool.h).
+ * With CLS or last-token pooling the last layer computes only the pooled rows past its QKV.
  *
  * Thread-safety: a loaded wrk_bert_t is immutable and may be shared; a workspace belongs to one
  * thread at a time (wrk_bert_forward uses the pool's helpers and OpenBLAS's threads inside). */

@@ -15,6 +15,10 @@ they are truncated), and runs sentence-transformers on them on the CPU in fp32:
                         semantic "truncate, then re-normalise when normalising".
   kind 2  "raw":        the same model with its Normalize module removed (Transformer -> Pooling
                         only), i.e. the raw mean-pooled vector, 384 dims.
+  kind 3  "cls":        the same Transformer with CLS pooling and Normalize (as the bge models
+                        pool), 384 dims: the engine's last layer then computes only that row.
+  kind 4  "last":       the same Transformer with last-token pooling, no Normalize (raw), 384
+                        dims: the row-pruned last layer's other case.
 
 Token ids are those ST's own tokenizer produced (model.tokenize, truncation to max_seq_length
 256, special tokens included); token type ids are all 0 for single texts.
@@ -23,7 +27,8 @@ File format (all little-endian):
   header: char magic[8] = "EMBFIX01"; u32 n_records; u32 max_seq_length; u32 hidden; u32 reserved
   record: u32 kind; u32 dim; u32 n_text_bytes; u32 n_ids;
           u8 text[n_text_bytes] (UTF-8, no NUL); i32 ids[n_ids]; f32 embedding[dim]
-Records of kind 0 come first (one per text, in text order), then kinds 1 and 2 (subsets).
+Records of kind 0 come first (one per text, in text order), then kinds 1 to 4 (subsets; kinds 3
+and 4 were added later, after the older records, whose bytes did not change).
 
 Run from the repository root:  python3 tests/reference/make_embedding_fixture.py
 (sentence-transformers 6.2, torch 2.15 CPU; see ops/requirements-bench.txt). Deterministic: the
@@ -37,6 +42,7 @@ import sys
 import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, "models", "all-MiniLM-L6-v2")
@@ -169,6 +175,16 @@ def main():
         raw_model = SentenceTransformer(modules=[model[0], model[1]], device="cpu")
         raw_idx = [i + 3 for i in mat_idx[:-1]] + [len(texts) - 2]
         raw = raw_model.encode([texts[i] for i in raw_idx], convert_to_numpy=True)
+        # one row a sequence: 40 texts across the kinds of text (the first ones are 1-3 words),
+        # the last two truncated long ones included
+        row_idx = list(range(0, len(texts), len(texts) // 38))[:38] + [len(texts) - 3, len(texts) - 1]
+        hidden = model[0].get_word_embedding_dimension()
+        cls_model = SentenceTransformer(
+            modules=[model[0], Pooling(hidden, pooling_mode="cls"), Normalize()], device="cpu")
+        cls = cls_model.encode([texts[i] for i in row_idx], convert_to_numpy=True)
+        last_model = SentenceTransformer(
+            modules=[model[0], Pooling(hidden, pooling_mode="lasttoken")], device="cpu")
+        last = last_model.encode([texts[i] for i in row_idx], convert_to_numpy=True)
 
     records = []
     for i, t in enumerate(texts):
@@ -177,6 +193,9 @@ def main():
         records.append((1, texts[i], ids[i], mat[j]))
     for j, i in enumerate(raw_idx):
         records.append((2, texts[i], ids[i], raw[j]))
+    for kind, embs in ((3, cls), (4, last)):
+        for j, i in enumerate(row_idx):
+            records.append((kind, texts[i], ids[i], embs[j]))
 
     with open(OUT, "wb") as f:
         f.write(b"EMBFIX01")
