@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -313,58 +312,25 @@ static void test_destroy_in_flight(const char *model_dir) {
     wrk_result_destroy(NULL);
 }
 
-static int s_write_file(const char *dir, const char *name, const char *text) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    const int rc = fputs(text, f) < 0 ? -1 : 0;
-    return fclose(f) != 0 ? -1 : rc;
-}
-
 /* The model's weights under CLS pooling + Normalize (fixture kind 3, as the bge models pool) and
  * last-token pooling, raw (kind 4): the engine's last layer then computes only the pooled rows
  * past its QKV (worker/model_bert.c). A model directory of links to the real files with its own
  * modules.json and 1_Pooling/config.json; batches of 1, 7 and all, and one thread with a small
  * workspace that splits the batch. */
 static void test_row_pooling(const char *model_dir) {
-    char dir[4096], sub[4200], from[4200], to[4200];
-    if (test_scratch_dir("ember-rowpool", dir, sizeof dir) != 0) {
-        CHECK_MSG(0, "scratch directory");
-        return;
-    }
-    static const char *const linked[] = {"config.json", "model.safetensors",
-                                         "sentence_bert_config.json", "tokenizer.json"};
-    char *real = realpath(model_dir, NULL); /* the links' targets: model_dir may be relative */
-    bool ok = real != NULL;
-    for (size_t i = 0; i < sizeof linked / sizeof *linked && ok; i++) {
-        snprintf(from, sizeof from, "%s/%s", real, linked[i]);
-        snprintf(to, sizeof to, "%s/%s", dir, linked[i]);
-        ok = ok && symlink(from, to) == 0;
-    }
-    free(real);
-    snprintf(sub, sizeof sub, "%s/1_Pooling", dir);
-    ok = ok && mkdir(sub, 0700) == 0;
+    char scratch[4096], dir[4200];
+    static const char *const own[] = {"modules.json", "1_Pooling"};
+    bool ok = test_scratch_dir("ember-rowpool", scratch, sizeof scratch) == 0;
+    snprintf(dir, sizeof dir, "%s/model", scratch);
+    ok = ok && test_link_model(model_dir, dir, own, 2) == 0;
     CHECK_MSG(ok, "model directory %s", dir);
     static const struct {
         uint32_t kind;
-        const char *flag, *normalize_module;
-    } cases[] = {{3, "pooling_mode_cls_token",
-                  ", {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Normalize\", \"type\": "
-                  "\"sentence_transformers.models.Normalize\"}"},
-                 {4, "pooling_mode_lasttoken", ""}};
+        const char *flag;
+        bool normalize;
+    } cases[] = {{3, "pooling_mode_cls_token", true}, {4, "pooling_mode_lasttoken", false}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases && ok; c++) {
-        char modules[1024], pooling[256];
-        snprintf(modules, sizeof modules,
-                 "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
-                 "\"sentence_transformers.models.Transformer\"}, {\"idx\": 1, \"name\": \"1\", "
-                 "\"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"}%s]",
-                 cases[c].normalize_module);
-        snprintf(pooling, sizeof pooling, "{\"word_embedding_dimension\": 384, \"%s\": true}",
-                 cases[c].flag);
-        CHECK(s_write_file(dir, "modules.json", modules) == 0 &&
-              s_write_file(dir, "1_Pooling/config.json", pooling) == 0);
+        CHECK(test_write_pooling(dir, 384, cases[c].flag, cases[c].normalize) == 0);
         static const wrk_engine_opts_t small = {"cpu", 1, 600};
         for (int o = 0; o < 2; o++) {
             wrk_engine_t *e = NULL;
@@ -392,7 +358,7 @@ static void test_row_pooling(const char *model_dir) {
             wrk_engine_destroy(&e);
         }
     }
-    test_rm_tree(dir);
+    test_rm_tree(scratch);
 }
 
 static void test_tokenizer_ids(const char *model_dir) {

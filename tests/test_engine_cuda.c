@@ -9,7 +9,8 @@
  * many batches in flight completing in order with the eventfd firing; bad batches rejected while
  * the engine keeps working; results that outlive the engine; the GEMM tuning cache across
  * starts (same bits from cached choices; stale entries re-timed); the fused FFN (ffn=on: every
- * eligible bucket, f16 and bf16, against the CPU; refused where it cannot run); the bucket rule.
+ * eligible bucket, f16 and bf16, against the CPU; refused where it cannot run); CLS and
+ * last-token pooling on the same weights against the CPU engine; the bucket rule.
  * Without a CUDA device only the bucket rule and the device options' syntax run, then "SKIPPED:
  * no CUDA device", exit 77 (or a failure, if one of those failed). One submitting thread. */
 #include <math.h>
@@ -19,10 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <dirent.h>
 
 #include <cuda_runtime_api.h>
 
@@ -142,19 +140,8 @@ static int32_t s_seqs(const com_model_info_t *in, int32_t n) {
 static void test_residual_range(const char *dir, const char *scratch) {
     char path[1024], model[640];
     snprintf(model, sizeof model, "%s/wide", scratch);
-    CHECK(mkdir(model, 0755) == 0);
-    DIR *d = opendir(dir);
-    CHECK(d != NULL);
-    for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
-        if (de->d_name[0] == '.' || strcmp(de->d_name, "model.safetensors") == 0)
-            continue;
-        char from[1024];
-        snprintf(from, sizeof from, "%s/%s", dir, de->d_name);
-        snprintf(path, sizeof path, "%s/%s", model, de->d_name);
-        CHECK(symlink(from, path) == 0);
-    }
-    if (d)
-        closedir(d);
+    static const char *const weights[] = {"model.safetensors"};
+    CHECK(test_link_model(dir, model, weights, 1) == 0);
     com_error_t err = {0};
     char *buf = NULL;
     size_t len = 0;
@@ -204,6 +191,48 @@ static void test_residual_range(const char *dir, const char *scratch) {
     CHECK_MSG(rc == COM_EUNSUPPORTED && e == NULL && strstr(err.msg, "65504"),
               "wide model, dtype=f16: rc %d (%s)", rc, err.msg);
     printf("dtype range: auto keeps bf16, f16 refused (%s)\n", err.msg);
+}
+
+/* The same weights under CLS pooling + Normalize and under last-token pooling (raw): the CUDA
+ * engine against the CPU engine (which computes only the pooled rows in the last layer) on
+ * ragged batches across the folded, plain and fused-FFN buckets. */
+static void test_row_pooling(const char *dir, const char *scratch, const com_model_info_t *in) {
+    char model[640];
+    snprintf(model, sizeof model, "%s/pooling", scratch);
+    static const char *const own[] = {"modules.json", "1_Pooling"};
+    CHECK(test_link_model(dir, model, own, 2) == 0);
+    static const struct {
+        const char *flag;
+        bool normalize;
+    } cases[] = {{"pooling_mode_cls_token", true}, {"pooling_mode_lasttoken", false}};
+    const int32_t max_len = in->max_position_embeddings < 512 ? in->max_position_embeddings : 512;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        CHECK(test_write_pooling(model, in->hidden_size, cases[c].flag, cases[c].normalize) == 0);
+        wrk_engine_t *cpu = NULL, *gpu = NULL;
+        com_error_t err = {0};
+        wrk_engine_opts_t oc = {"cpu", 0, 0}, og = {"cuda:0", 0, 0};
+        int rc = wrk_engine_new(model, &oc, &cpu, &err);
+        rc = rc ? rc : wrk_engine_new(model, &og, &gpu, &err);
+        CHECK_MSG(rc == 0, "%s: %s", cases[c].flag, err.msg);
+        if (rc == 0) {
+            CHECK(wrk_engine_model(gpu)->pooling == (c == 0 ? COM_POOL_CLS : COM_POOL_LAST));
+            double worst = 1.0;
+            static const int32_t sizes[] = {1, 17, 200};
+            for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+                batch_t x;
+                s_make(&x, in, s_seqs(in, sizes[i]), i == 0 ? 128 : max_len);
+                const double w = s_compare(gpu, cpu, &x.b, cases[c].flag);
+                printf("  %s, %d seqs, %d tokens: worst cosine %.6f\n", cases[c].flag,
+                       (int)x.b.n_seqs, (int)x.b.n_tokens, w);
+                worst = w < worst ? w : worst;
+                s_free(&x);
+            }
+            printf("%s (normalize %d): cuda vs cpu worst cosine %.6f\n", cases[c].flag,
+                   (int)cases[c].normalize, worst);
+        }
+        wrk_engine_destroy(&gpu);
+        wrk_engine_destroy(&cpu);
+    }
 }
 
 /* Of the first n batches submitted, those timed with gpu_time=every: 0, every, 2 every, ... */
@@ -798,6 +827,7 @@ int main(int argc, char **argv) {
 
     test_tune_cache(dir, cpu, scratch);
     test_residual_range(dir, scratch);
+    test_row_pooling(dir, scratch, in);
     setenv("EMBER_TUNE_CACHE", main_cache, 1);
 
     /* capture every bucket at start; never capture; internal splitting over max_batch_tokens;

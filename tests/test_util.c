@@ -4,9 +4,14 @@
 
 #include <ftw.h>
 
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int test_checks_passed = 0;
 int test_checks_failed = 0;
@@ -101,6 +106,59 @@ static int s_rm_one(const char *path, const struct stat *sb, int flag, struct FT
 
 void test_rm_tree(const char *dir) {
     nftw(dir, s_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int test_link_model(const char *src, const char *dst, const char *const *except, size_t n_except) {
+    char *real = realpath(src, NULL);
+    DIR *d = real ? opendir(real) : NULL;
+    int rc = d && mkdir(dst, 0755) == 0 ? 0 : -1;
+    for (struct dirent *de; rc == 0 && (de = readdir(d)) != NULL;) {
+        bool skip = de->d_name[0] == '.';
+        for (size_t i = 0; i < n_except && !skip; i++)
+            skip = strcmp(de->d_name, except[i]) == 0;
+        char from[4096], to[4096];
+        if (skip)
+            continue;
+        if (snprintf(from, sizeof from, "%s/%s", real, de->d_name) >= (int)sizeof from ||
+            snprintf(to, sizeof to, "%s/%s", dst, de->d_name) >= (int)sizeof to ||
+            symlink(from, to) != 0)
+            rc = -1;
+    }
+    if (d)
+        closedir(d);
+    free(real);
+    return rc;
+}
+
+static int s_write_text(const char *dir, const char *name, const char *text) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return -1;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    const int rc = fputs(text, f) < 0 ? -1 : 0;
+    return fclose(f) != 0 ? -1 : rc;
+}
+
+int test_write_pooling(const char *dir, int hidden, const char *flag, bool normalize) {
+    char modules[1024], pooling[256], sub[4096];
+    snprintf(modules, sizeof modules,
+             "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
+             "\"sentence_transformers.models.Transformer\"}, {\"idx\": 1, \"name\": \"1\", "
+             "\"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"}%s]",
+             normalize ? ", {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Normalize\", "
+                         "\"type\": \"sentence_transformers.models.Normalize\"}"
+                       : "");
+    snprintf(pooling, sizeof pooling, "{\"word_embedding_dimension\": %d, \"%s\": true}", hidden,
+             flag);
+    if (snprintf(sub, sizeof sub, "%s/1_Pooling", dir) >= (int)sizeof sub ||
+        (mkdir(sub, 0755) != 0 && errno != EEXIST))
+        return -1;
+    return s_write_text(dir, "modules.json", modules) == 0 &&
+                   s_write_text(dir, "1_Pooling/config.json", pooling) == 0
+               ? 0
+               : -1;
 }
 
 int test_finish(void) {

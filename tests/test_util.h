@@ -70,6 +70,14 @@ int test_scratch_dir(const char *prefix, char *out, size_t cap);
 /* Removes a folder and everything below it (links are not followed). */
 void test_rm_tree(const char *dir);
 
+/* Makes dst (a new folder) a model directory of links to src's entries (src may be relative),
+ * but for the names in except[0..n_except). 0 or -1. */
+int test_link_model(const char *src, const char *dst, const char *const *except, size_t n_except);
+/* Writes dir's modules.json (Transformer, Pooling at 1_Pooling, then Normalize when normalize)
+ * and 1_Pooling/config.json with the one pooling_mode_* flag given ("pooling_mode_cls_token",
+ * "pooling_mode_lasttoken", ...). 0 or -1. */
+int test_write_pooling(const char *dir, int hidden, const char *flag, bool normalize);
+
 /* Prints the totals; returns 0 when nothing failed and at least one check ran, else 1. */
 int test_finish(void);
 
