@@ -1,0 +1,29 @@
+#!/bin/bash
+# Session 38, prepared (no device was lent this session): the pruned last layer (branch row-pool:
+# with CLS or last-token pooling the last layer past its attention runs on the pooled rows
+# alone, device option prune=auto|off) on the GPU for the first time. Its gather kernel's test
+# (kernels_cuda pool: kern_pool_rows_cuda against kern_pool_rows_ref, bit for bit), the whole
+# engine_cuda test (its new row-pooling part: CLS + Normalize and last-token pooling of the
+# random MiniLM-shape model against the CPU engine, lazily, with graphs=all and with prune=off,
+# the pruned chunks counted), then an A/B of prune=off against prune=auto on the CLS twins of
+# both random models (make_random_models.py writes minilm-cls, bert-base-cls: the same weights),
+# ragged, 4096 and 16384 tokens, 2 rounds, one build (each variant tunes its own cache).
+# Build: P = branch row-pool; tests/kernels_cuda, tests/engine_cuda, bench/bench_kernels_cuda,
+#   bench/bench_engine_cuda into .gpucarry/binP (strip --strip-unneeded); .gpucarry/lib as before.
+# Pack: in .gpupack/s38.tar.xz beside binA (main) and binR (row-tile) for s37b/s37c/s37d.sh:
+#   tar cf - -C .gpucarry lib binA binR binP | xz -T2 --lzma2=preset=6,dict=192MiB > .gpupack/s38.tar.xz
+# Device: mkdir -p .gpucarry && tar xJf .gpupack/s38.tar.xz -C .gpucarry && bash docs/results/2026-12-04-h200-session38/s38p.sh
+. bench/gpu/variant_steps.sh
+variant_setup s38p
+[ -d /tmp/m/minilm-cls ] || python3 bench/gpu/make_random_models.py /tmp/m >/dev/null 2>&1
+kernel_tests P 200 pool
+grep -E "pool rows|CHECK failed" "$R/kernels_P.log" | head -6
+(time EMBER_TEST_MODEL_DIR=/tmp/m/minilm EMBER_SOURCE_DIR=$PWD EMBER_TEST_DATA_DIR=/tmp \
+    EMBER_TUNE_CACHE=/tmp/tc_engine_P timeout 420 "$C/binP/engine_cuda") > "$R/engine_P.log" 2>&1
+echo "== engine_cuda P rc $? at $SECONDS s"
+grep -E "pooling_mode.*(worst|pruned)|CHECK failed|passed|real" "$R/engine_P.log" | tail -16
+AB_MODELS="minilm-cls bert-base-cls" AB_ITERS=400 timeout 420 bash bench/gpu/engine_ab.sh \
+    "$R/ab.txt" /tmp/m ragged,4096,16384 2 off="$C/binP,prune=off" on="$C/binP" > /dev/null 2>&1
+echo "== ab at $SECONDS s"
+ab_table "$R/ab.txt" | tee "$R/ab_table.md"
+variant_finish s38p
