@@ -279,6 +279,7 @@ typedef struct s_step {
     const s_layer_t *L;
     const int32_t *ids, *types, *cu;
     int32_t n_seqs, n_tokens;
+    bool pooled_rows; /* attention for the pooled rows only (ws->rows): ctx row s is sequence s's */
 } s_step_t;
 
 static void s_rows(int32_t n, int32_t part, int32_t n_parts, int32_t *r0, int32_t *r1) {
@@ -303,21 +304,13 @@ static void s_attention_part(void *arg, int32_t part, int32_t n_parts) {
     const kern_attention_params_t ap = {in->num_heads, in->num_heads, in->head_dim,
                                         1.0f / sqrtf((float)in->head_dim), false};
     const float *qkv = s->ws->big;
-    kern_attention_ref(&ap, s->ws->ctx, H, qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H, s->cu,
-                       s->n_seqs, part, n_parts, s->ws->att + (size_t)part * s->ws->att_stride);
-}
-
-/* Attention for the pooled rows only (ws->rows): ctx row s is sequence s's. */
-static void s_attention_rows_part(void *arg, int32_t part, int32_t n_parts) {
-    const s_step_t *s = arg;
-    const com_model_info_t *in = &s->m->info;
-    const int64_t H = in->hidden_size;
-    const kern_attention_params_t ap = {in->num_heads, in->num_heads, in->head_dim,
-                                        1.0f / sqrtf((float)in->head_dim), false};
-    const float *qkv = s->ws->big;
-    kern_attention_rows_ref(&ap, s->ws->ctx, H, qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H,
-                            s->cu, s->ws->rows, s->n_seqs, part, n_parts,
-                            s->ws->att + (size_t)part * s->ws->att_stride);
+    float *scratch = s->ws->att + (size_t)part * s->ws->att_stride;
+    if (s->pooled_rows)
+        kern_attention_rows_ref(&ap, s->ws->ctx, H, qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H,
+                                s->cu, s->ws->rows, s->n_seqs, part, n_parts, scratch);
+    else
+        kern_attention_ref(&ap, s->ws->ctx, H, qkv, 3 * H, qkv + H, 3 * H, qkv + 2 * H, 3 * H,
+                           s->cu, s->n_seqs, part, n_parts, scratch);
 }
 
 static void s_attn_ln_part(void *arg, int32_t part, int32_t n_parts) {
@@ -392,25 +385,24 @@ int wrk_bert_forward(const wrk_bert_t *m, wrk_bert_ws_t *ws, wrk_tpool_t *pool,
                              (int)wrk_tpool_size(pool), (int)ws->n_parts);
     const int32_t H = in->hidden_size, I = in->intermediate_size;
     const bool one_row = in->pooling == COM_POOL_CLS || in->pooling == COM_POOL_LAST;
-    s_step_t s = {m, ws, NULL, token_ids, type_ids, cu_seqlens, n_seqs, n_tokens};
+    s_step_t s = {m, ws, NULL, token_ids, type_ids, cu_seqlens, n_seqs, n_tokens, false};
     s_run(pool, s_embed_part, &s);
     for (int32_t l = 0; l < in->num_layers; l++) {
         const s_layer_t *L = &m->layers[l];
         s.L = L;
         s_linear(pool, ws->big, ws->h, L->wqkv, L->bqkv, n_tokens, H, 3 * H);
-        if (one_row && l == in->num_layers - 1) {
-            /* from here on, row s is sequence s's pooled row (see the top of this file) */
-            for (int32_t q = 0; q < n_seqs; q++)
-                ws->rows[q] = in->pooling == COM_POOL_CLS ? cu_seqlens[q] : cu_seqlens[q + 1] - 1;
-            s_run(pool, s_attention_rows_part, &s);
-            /* the residual rows moved up in place: rows[q] >= q, increasing */
+        /* the last layer of a one-row pooling: from its attention on, row s is sequence s's
+         * pooled row (see the top of this file) */
+        s.pooled_rows = one_row && l == in->num_layers - 1;
+        for (int32_t q = 0; s.pooled_rows && q < n_seqs; q++)
+            ws->rows[q] = in->pooling == COM_POOL_CLS ? cu_seqlens[q] : cu_seqlens[q + 1] - 1;
+        s_run(pool, s_attention_part, &s);
+        if (s.pooled_rows) { /* the residual rows moved up in place: rows[q] >= q, increasing */
             for (int32_t q = 0; q < n_seqs; q++)
                 if (ws->rows[q] != q)
                     memcpy(ws->h + (size_t)q * H, ws->h + (size_t)ws->rows[q] * H,
                            (size_t)H * sizeof *ws->h);
             s.n_tokens = n_seqs;
-        } else {
-            s_run(pool, s_attention_part, &s);
         }
         const int32_t n = s.n_tokens;
         s_linear(pool, ws->tmp, ws->ctx, L->wo, NULL, n, H, H);
