@@ -1,8 +1,10 @@
 #!/bin/bash
 # Session 38, prepared (no device was lent this session): the pruned last layer (branch row-pool:
 # with CLS or last-token pooling the last layer past its attention runs on the pooled rows
-# alone, device option prune=auto|off) on the GPU for the first time. Its gather kernel's test
-# (kernels_cuda pool: kern_pool_rows_cuda against kern_pool_rows_ref, bit for bit), the whole
+# alone, device option prune=auto|off) on the GPU for the first time. Its kernels' tests
+# (kernels_cuda pool: kern_pool_rows_cuda against kern_pool_rows_ref, bit for bit; kernels_cuda
+# attention: kern_attention_pooled_cuda's first and last rows in every case of the full kernel's,
+# against kern_attention_ref, the other rows unwritten), the whole
 # engine_cuda test (its new row-pooling part: CLS + Normalize and last-token pooling of the
 # random MiniLM-shape model against the CPU engine, lazily, with graphs=all and with prune=off,
 # the pruned chunks counted), then an A/B of prune=off against prune=auto on the CLS twins of
@@ -16,8 +18,8 @@
 . bench/gpu/variant_steps.sh
 variant_setup s38p
 [ -d /tmp/m/minilm-cls ] || python3 bench/gpu/make_random_models.py /tmp/m >/dev/null 2>&1
-kernel_tests P 200 pool
-grep -E "pool rows|CHECK failed" "$R/kernels_P.log" | head -6
+kernel_tests P 300 pool attention
+grep -E "pool rows|attention: kernel|CHECK failed" "$R/kernels_P.log" | head -16
 (time EMBER_TEST_MODEL_DIR=/tmp/m/minilm EMBER_SOURCE_DIR=$PWD EMBER_TEST_DATA_DIR=/tmp \
     EMBER_TUNE_CACHE=/tmp/tc_engine_P timeout 420 "$C/binP/engine_cuda") > "$R/engine_P.log" 2>&1
 echo "== engine_cuda P rc $? at $SECONDS s"
