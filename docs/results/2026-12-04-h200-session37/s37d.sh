@@ -30,10 +30,15 @@ cat "$R/gemm_ceiling.txt"
 # the fused FFN's puzzle: 12% fewer joules alone at 16384 tokens, even in the whole pass (r1:
 # 910.6 vs 927.9 mJ, runs 901-1024); the pass's energy over longer windows (1500 passes a run)
 EMBER_TUNE_CACHE=/tmp/tc_minilm_f timeout 100 "$C/binA/bench_engine_cuda" profile /tmp/m/minilm \
-    cuda:0,ffn=off ragged,16384 20 spin=5000 > "$R/tune_f.txt" 2>&1
-for v in off auto; do cp /tmp/tc_minilm_f "/tmp/engine_ab_tc_minilm_$v"; done
-AB_MODELS=minilm AB_ITERS=1500 timeout 150 bash bench/gpu/engine_ab.sh "$R/ab_ffn.txt" /tmp/m \
-    16384,ragged 2 off="$C/binA,ffn=off" auto="$C/binA" > /dev/null 2>&1
+    cuda:0,ffn=off ragged,16384,12288 20 spin=5000 > "$R/tune_f.txt" 2>&1
+# (session 38) and the fused FFN from 10240 tokens (ffn_min=10240, ~0.6 of a wave): the ragged
+# batch's second chunk (~11k tokens, on the other lane beside the 16384 one) fused too, as ffn=on
+# did in session 36 (ragged -2.2% wall, -5.5% mJ against off) without fusing 8192 and below (12288
+# alone: +6.4% with ffn=on); 12288 is the case it may cost
+for v in off auto f10; do cp /tmp/tc_minilm_f "/tmp/engine_ab_tc_minilm_$v"; done
+AB_MODELS=minilm AB_ITERS=1500 timeout 270 bash bench/gpu/engine_ab.sh "$R/ab_ffn.txt" /tmp/m \
+    16384,12288,ragged 2 off="$C/binA,ffn=off" auto="$C/binA" f10="$C/binA,ffn_min=10240" \
+    > /dev/null 2>&1
 echo "== ab ffn at $SECONDS s"
 ab_table "$R/ab_ffn.txt" | tee "$R/ab_ffn_table.md"
 variant_finish s37d
