@@ -11,6 +11,7 @@
  *     2. per query i: scores[j] = scale * sum_d q[i][d] kt[d][j], softmax as above;
  *     3. out[i] = sum_j scores[j] v[j] / sum (accumulated in scratch, written once).
  * Both paths are O(L^2 head_dim) per (s, h); they agree to float rounding (tested).
+ * kern_attention_rows_ref (one query row a sequence) is step 2-3 of the loops for that row.
  * Threading: the caller splits (s, h) units across parts; parts share nothing but read-only
  * inputs and disjoint output columns/rows. No allocation. Tested in tests/test_kernels.c. */
 #include "kernels/attention.h"
