@@ -242,7 +242,7 @@ if r:
             print(f"{'real MiniLM':<10} worst cosine vs ST {k:<40} {v['worst_cosine']:.7f} ({v['n']}) {'PASS' if v['pass'] else 'FAIL'}")
 c = load("check_engine.json")
 if c:
-    for m in ["minilm", "bert-base"]:
+    for m in ["minilm", "bert-base", "minilm-cls", "bert-base-cls"]:
         for k, v in c.get(m, {}).get("checks", {}).items():
             print(f"{m:<10} worst cosine {k:<32} {v['worst_cosine']:.7f} ({v['n']}) {'PASS' if v['pass'] else 'FAIL'}")
 PY
