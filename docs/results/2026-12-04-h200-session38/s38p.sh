@@ -7,9 +7,9 @@
 # against kern_attention_ref, the other rows unwritten), the whole
 # engine_cuda test (its new row-pooling part: CLS + Normalize and last-token pooling of the
 # random MiniLM-shape model against the CPU engine, lazily, with graphs=all and with prune=off,
-# the pruned chunks counted), then an A/B of prune=off against prune=auto on the CLS twins of
-# both random models (make_random_models.py writes minilm-cls, bert-base-cls: the same weights),
-# ragged, 4096 and 16384 tokens, 2 rounds, one build (each variant tunes its own cache).
+# the pruned chunks counted), then bench/gpu/check_engine.py (the CLS twins of both random
+# models, make_random_models.py's minilm-cls and bert-base-cls, against transformers' first rows:
+# the pruned pass against an independent reference). The timing is s38q.sh.
 # Build: P = branch row-pool; tests/kernels_cuda, tests/engine_cuda, bench/bench_kernels_cuda,
 #   bench/bench_engine_cuda into .gpucarry/binP (strip --strip-unneeded); .gpucarry/lib as before.
 # Pack: in .gpupack/s38.tar.xz beside binA (main) and binR (row-tile) for s37b/s37c/s37d.sh:
@@ -18,14 +18,17 @@
 . bench/gpu/variant_steps.sh
 variant_setup s38p
 [ -d /tmp/m/minilm-cls ] || python3 bench/gpu/make_random_models.py /tmp/m >/dev/null 2>&1
-kernel_tests P 300 pool attention
+kernel_tests P 150 pool attention
 grep -E "pool rows|attention: kernel|CHECK failed" "$R/kernels_P.log" | head -16
 (time EMBER_TEST_MODEL_DIR=/tmp/m/minilm EMBER_SOURCE_DIR=$PWD EMBER_TEST_DATA_DIR=/tmp \
-    EMBER_TUNE_CACHE=/tmp/tc_engine_P timeout 420 "$C/binP/engine_cuda") > "$R/engine_P.log" 2>&1
+    EMBER_TUNE_CACHE=/tmp/tc_engine_P timeout 270 "$C/binP/engine_cuda") > "$R/engine_P.log" 2>&1
 echo "== engine_cuda P rc $? at $SECONDS s"
 grep -E "pooling_mode.*(worst|pruned)|CHECK failed|passed|real" "$R/engine_P.log" | tail -16
-AB_MODELS="minilm-cls bert-base-cls" AB_ITERS=400 timeout 420 bash bench/gpu/engine_ab.sh \
-    "$R/ab.txt" /tmp/m ragged,4096,16384 2 off="$C/binP,prune=off" on="$C/binP" > /dev/null 2>&1
-echo "== ab at $SECONDS s"
-ab_table "$R/ab.txt" | tee "$R/ab_table.md"
+# the engine against transformers fp32 (gpu-check step 4's script): the CLS twins through the
+# pruned pass, the mean-pooled models as before
+timeout 170 python3 bench/gpu/check_engine.py --bin "$C/binP/bench_engine_cuda" --models /tmp/m \
+    --out "$R/check" > "$R/check.log" 2>&1
+echo "== check_engine P rc $? at $SECONDS s"
+sed -n '/== whole-engine/,$p' "$R/check.log"
+rm -f "$R"/check/*.bin
 variant_finish s38p
