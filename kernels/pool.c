@@ -18,7 +18,7 @@ void kern_pool_ref(float *out, const float *h, const int32_t *cu_seqlens, int32_
         const int32_t t0 = cu_seqlens[s], t1 = cu_seqlens[s + 1];
         float *restrict o = out + (int64_t)s * out_dim;
         if (mode == KERN_POOL_CLS || mode == KERN_POOL_LAST) {
-            const int32_t t = mode == KERN_POOL_CLS ? t0 : t1 - 1;
+            const int32_t t = kern_pool_row(cu_seqlens, s, mode);
             memcpy(o, h + (int64_t)t * hidden, (size_t)out_dim * sizeof(float));
         } else {
             for (int32_t d = 0; d < out_dim; d++)

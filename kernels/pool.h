@@ -25,6 +25,11 @@ typedef enum kern_pool_mode {
     KERN_POOL_LAST,
 } kern_pool_mode_t;
 
+/* The row CLS pooling (a sequence's first token) or LAST pooling (its last) reads of sequence s. */
+static inline int32_t kern_pool_row(const int32_t *cu_seqlens, int32_t s, kern_pool_mode_t mode) {
+    return mode == KERN_POOL_LAST ? cu_seqlens[s + 1] - 1 : cu_seqlens[s];
+}
+
 /* Every sequence has >= 1 token (caller-validated); 1 <= out_dim <= hidden. */
 void kern_pool_ref(float *out,                /* [n_seqs, out_dim], host, fp32 */
                    const float *h,            /* [n_tokens, hidden], host, fp32 */

@@ -384,7 +384,10 @@ int wrk_bert_forward(const wrk_bert_t *m, wrk_bert_ws_t *ws, wrk_tpool_t *pool,
         return com_error_set(err, COM_EINVAL, "bert forward: pool of %d parts, workspace for %d",
                              (int)wrk_tpool_size(pool), (int)ws->n_parts);
     const int32_t H = in->hidden_size, I = in->intermediate_size;
-    const bool one_row = in->pooling == COM_POOL_CLS || in->pooling == COM_POOL_LAST;
+    const kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
+                                  : in->pooling == COM_POOL_LAST ? KERN_POOL_LAST
+                                                                 : KERN_POOL_MEAN;
+    const bool one_row = mode != KERN_POOL_MEAN;
     s_step_t s = {m, ws, NULL, token_ids, type_ids, cu_seqlens, n_seqs, n_tokens, false};
     s_run(pool, s_embed_part, &s);
     for (int32_t l = 0; l < in->num_layers; l++) {
@@ -394,8 +397,9 @@ int wrk_bert_forward(const wrk_bert_t *m, wrk_bert_ws_t *ws, wrk_tpool_t *pool,
         /* the last layer of a one-row pooling: from its attention on, row s is sequence s's
          * pooled row (see the top of this file) */
         s.pooled_rows = one_row && l == in->num_layers - 1;
-        for (int32_t q = 0; s.pooled_rows && q < n_seqs; q++)
-            ws->rows[q] = in->pooling == COM_POOL_CLS ? cu_seqlens[q] : cu_seqlens[q + 1] - 1;
+        if (s.pooled_rows)
+            for (int32_t q = 0; q < n_seqs; q++)
+                ws->rows[q] = kern_pool_row(cu_seqlens, q, mode);
         s_run(pool, s_attention_part, &s);
         if (s.pooled_rows) { /* the residual rows moved up in place: rows[q] >= q, increasing */
             for (int32_t q = 0; q < n_seqs; q++)
