@@ -9,6 +9,7 @@
  * Usage: bench_engine_cpu --texts FILE [--model DIR] [--budgets 4096,8192] [--threads 0,1]
  *                         [--reps 3] [--json PATH]
  * (texts: one per line, e.g. from bench/make_bench_texts.py). */
+#include <cblas.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "common/error.h"
 #include "common/tokenizer.h"
+#include "kernels/blas_core.h"
 #include "worker/engine.h"
 #include "bench/bench_util.h"
 
@@ -131,6 +133,7 @@ static int s_pass(s_ctx_t *c, wrk_engine_t *e, int32_t budget, double *seconds, 
 }
 
 int main(int argc, char **argv) {
+    kern_blas_reexec_for_core(argv);
     const char *texts_path = NULL, *json_path = NULL;
     const char *model_dir = EMBER_SOURCE_DIR "/models/all-MiniLM-L6-v2";
     int32_t budgets[8] = {4096, 8192}, n_budgets = 2, threads[8] = {0}, n_threads = 1, reps = 3;
@@ -180,6 +183,7 @@ int main(int argc, char **argv) {
     s_run_t runs[64];
     int n_runs = 0;
     int64_t n_tokens = 0;
+    printf("OpenBLAS kernels: %s\n", openblas_get_corename());
     printf("%-8s %-8s %10s %12s %12s %10s %12s\n", "budget", "threads", "texts/s", "tokens/s",
            "ms/batch", "batches", "tokenize %");
     for (int ti = 0; ti < n_threads; ti++) {
@@ -236,8 +240,8 @@ int main(int argc, char **argv) {
         }
         fprintf(f,
                 "{\"bench\": \"engine_cpu\", \"n_texts\": %d, \"n_tokens\": %lld, \"reps\": %d,\n"
-                " \"runs\": [",
-                (int)c.n_texts, (long long)n_tokens, (int)reps);
+                " \"blas_core\": \"%s\", \"runs\": [",
+                (int)c.n_texts, (long long)n_tokens, (int)reps, openblas_get_corename());
         for (int i = 0; i < n_runs; i++)
             fprintf(f,
                     "%s\n  {\"budget\": %d, \"threads\": %d, \"batches\": %d, \"texts_per_s\": "

@@ -9,6 +9,7 @@
  * order, destroying the engine and results with work in flight, the same weights under CLS and
  * last-token pooling (whose last layer computes only the pooled rows), and our tokenizer
  * reproducing ST's ids. */
+#include <cblas.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "kernels/blas_core.h"
 #include "tests/test_util.h"
 #include "common/tokenizer.h"
 #include "worker/engine.h"
@@ -397,7 +399,13 @@ static void test_tokenizer_ids(const char *model_dir) {
     com_tokenizer_destroy(&tok);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
+    kern_blas_reexec_for_core(argv);
+    /* from here OpenBLAS runs the newest kernels this CPU can (kernels/blas_core.h) */
+    CHECK_MSG(kern_blas_better_core() == NULL,
+              "OpenBLAS still runs its %s kernels, not its %s ones", openblas_get_corename(),
+              kern_blas_better_core());
     test_require_model();
     char path[4096];
     snprintf(path, sizeof path, "%s/tests/fixtures/minilm_st_reference.bin", test_source_dir());

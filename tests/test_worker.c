@@ -33,6 +33,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "kernels/blas_core.h"
 #include "common/protocol.h"
 #include "common/registry.h"
 #include "common/tokenizer.h"
@@ -1305,6 +1306,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s basic|faults|drain|cuda|redis PATH_TO_EMBER_WORKER\n", argv[0]);
         return 2;
     }
+    kern_blas_reexec_for_core(argv); /* the in-process reference engine's GEMMs */
     g_worker_bin = argv[2];
     test_require_model();
     signal(SIGPIPE, SIG_IGN);

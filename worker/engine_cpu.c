@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "kernels/blas_core.h"
 #include "worker/model_bert.h"
 #include "worker/thread_pool.h"
 
@@ -178,9 +179,15 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         goto err;
     }
     e->thread_started = true;
-    COM_INFO("engine cpu: %s (%s, %d layers, hidden %d), %d threads, max %d tokens per batch",
+    COM_INFO("engine cpu: %s (%s, %d layers, hidden %d), %d threads, max %d tokens per batch, "
+             "OpenBLAS %s kernels",
              model_dir, e->info.architecture, (int)e->info.num_layers, (int)e->info.hidden_size,
-             (int)threads, (int)max_tokens);
+             (int)threads, (int)max_tokens, openblas_get_corename());
+    const char *better = kern_blas_better_core();
+    if (better) /* a process that did not run kern_blas_reexec_for_core (kernels/blas_core.h) */
+        COM_WARN("engine cpu: OpenBLAS chose its %s kernels on a CPU that runs its %s ones (4.5x "
+                 "faster on an Emerald Rapids Xeon): start the process with OPENBLAS_CORETYPE=%s",
+                 openblas_get_corename(), better, better);
     *out = e;
     *info_out = &e->info;
     *max_tokens_out = max_tokens;

@@ -37,6 +37,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/registry_agent.h"
+#include "kernels/blas_core.h"
 #include "worker/engine.h"
 #include "worker/worker_link.h"
 #include "worker/worker_sched.h"
@@ -610,6 +611,8 @@ int main(int argc, char **argv) {
     int code = s_parse_args(argc, argv, &w.a);
     if (code != 0)
         return code < 0 ? S_EXIT_OK : code;
+    if (strncmp(w.a.device, "cpu", 3) == 0)
+        kern_blas_reexec_for_core(argv);
     if (s_signals_install() != 0) {
         fprintf(stderr, "ember-worker: cannot install signal handlers\n");
         return S_EXIT_FAIL;
