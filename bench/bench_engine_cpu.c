@@ -133,7 +133,7 @@ static int s_pass(s_ctx_t *c, wrk_engine_t *e, int32_t budget, double *seconds, 
 }
 
 int main(int argc, char **argv) {
-    kern_blas_reexec_for_core(argv);
+    kern_blas_reexec_for_core();
     const char *texts_path = NULL, *json_path = NULL;
     const char *model_dir = EMBER_SOURCE_DIR "/models/all-MiniLM-L6-v2";
     int32_t budgets[8] = {4096, 8192}, n_budgets = 2, threads[8] = {0}, n_threads = 1, reps = 3;

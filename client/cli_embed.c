@@ -24,6 +24,7 @@
 #include "client/cli.h"
 #include "common/model_info.h"
 #include "common/protocol.h"
+#include "kernels/blas_core.h"
 #include "worker/engine.h"
 
 #define S_IN_FLIGHT 2
@@ -566,5 +567,6 @@ int cli_embed_main(int argc, char **argv) {
         ro.truncate = o.truncate ? 1 : 0;
         return s_pool_main(&o.pool, o.input, o.output, S_POOL_EMBED, &ro, o.f32);
     }
+    kern_blas_reexec_for_core(); /* in process: the CPU engine's GEMMs */
     return s_inproc_main(&o);
 }

@@ -6,7 +6,6 @@
 
 #include "client/cli.h"
 #include "common/log.h"
-#include "kernels/blas_core.h"
 
 static void s_usage(FILE *f) {
     fputs("usage: ember <command> [options]\n"
@@ -28,12 +27,8 @@ int main(int argc, char **argv) {
         return CLI_EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "embed") == 0) {
-        for (int i = 2; i < argc; i++) /* --model: in process, on the CPU engine */
-            if (strncmp(argv[i], "--model", 7) == 0 && (argv[i][7] == '\0' || argv[i][7] == '='))
-                kern_blas_reexec_for_core(argv);
+    if (strcmp(cmd, "embed") == 0)
         return cli_embed_main(argc - 1, argv + 1);
-    }
     if (strcmp(cmd, "tokenize") == 0)
         return cli_tokenize_main(argc - 1, argv + 1);
     if (strcmp(cmd, "status") == 0)

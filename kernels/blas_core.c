@@ -1,5 +1,4 @@
 /* kernels/blas_core.c — see blas_core.h. */
-#define _GNU_SOURCE
 #include "kernels/blas_core.h"
 
 #include <cblas.h>
@@ -38,17 +37,58 @@ const char *kern_blas_better_core(void) {
     return NULL;
 }
 
-void kern_blas_reexec_for_core(char *const *argv) {
+/* The process's arguments as the kernel keeps them (/proc/self/cmdline: NUL-terminated strings),
+ * as a NULL-terminated array into one buffer (free argv[0], then argv), or NULL. Read in a loop:
+ * /proc files report size 0, so common/file.h's com_file_read does not apply. */
+static char **s_own_argv(void) {
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len, f);
+        if (len < cap)
+            break;
+        char *bigger = realloc(buf, cap *= 2);
+        if (!bigger)
+            free(buf);
+        buf = bigger;
+    }
+    fclose(f);
+    if (!buf || len == 0 || buf[len - 1] != '\0') {
+        free(buf);
+        return NULL;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += buf[i] == '\0';
+    char **argv = malloc((n + 1) * sizeof *argv);
+    if (!argv) {
+        free(buf);
+        return NULL;
+    }
+    for (size_t i = 0, k = 0; k < n; i += strlen(buf + i) + 1)
+        argv[k++] = buf + i;
+    argv[n] = NULL;
+    return argv;
+}
+
+void kern_blas_reexec_for_core(void) {
     const char *better = kern_blas_better_core();
     if (!better)
         return;
     const char *was = openblas_get_corename();
-    if (setenv("OPENBLAS_CORETYPE", better, 1) != 0)
-        return;
-    execv("/proc/self/exe", argv);
+    char **argv = s_own_argv();
+    if (argv && setenv("OPENBLAS_CORETYPE", better, 1) == 0) {
+        execv("/proc/self/exe", argv);
+        unsetenv("OPENBLAS_CORETYPE");
+    }
     fprintf(stderr,
             "warning: OpenBLAS chose its %s kernels on a CPU that runs its %s ones; "
             "cannot re-execute with OPENBLAS_CORETYPE=%s (%s): the CPU engine runs slower\n",
             was, better, better, strerror(errno));
-    unsetenv("OPENBLAS_CORETYPE");
+    if (argv)
+        free(argv[0]);
+    free(argv);
 }

@@ -17,10 +17,12 @@ extern "C" {
 const char *kern_blas_better_core(void);
 
 /* Where kern_blas_better_core names a core: sets OPENBLAS_CORETYPE to it and re-executes
- * /proc/self/exe with argv (the same pid and arguments, before the caller has opened anything).
- * Returns only where there was nothing to do, or where exec failed (after a warning on stderr:
- * the process goes on with the slower kernels). Call it first thing in main. */
-void kern_blas_reexec_for_core(char *const *argv);
+ * /proc/self/exe with the process's own arguments (/proc/self/cmdline, as started: getopt's
+ * reordering of argv does not matter), keeping its pid. Returns only where there was nothing to
+ * do, or where that failed (after a warning on stderr: the process goes on with the slower
+ * kernels). Call it once the program knows it will run the CPU engine and before it opens files
+ * or starts threads (exec keeps descriptors and ends threads). */
+void kern_blas_reexec_for_core(void);
 
 #ifdef __cplusplus
 }

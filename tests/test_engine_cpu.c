@@ -399,9 +399,8 @@ static void test_tokenizer_ids(const char *model_dir) {
     com_tokenizer_destroy(&tok);
 }
 
-int main(int argc, char **argv) {
-    (void)argc;
-    kern_blas_reexec_for_core(argv);
+int main(void) {
+    kern_blas_reexec_for_core();
     /* from here OpenBLAS runs the newest kernels this CPU can (kernels/blas_core.h) */
     CHECK_MSG(kern_blas_better_core() == NULL,
               "OpenBLAS still runs its %s kernels, not its %s ones", openblas_get_corename(),

@@ -638,7 +638,7 @@ static int test_fault(const char *how) {
 }
 
 int main(int argc, char **argv) {
-    kern_blas_reexec_for_core(argv);  /* the CPU engine's GEMMs, the reference here */
+    kern_blas_reexec_for_core();      /* the CPU engine's GEMMs, the reference here */
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a timeout */
     const bool fault = argc == 3 && strcmp(argv[1], "fault") == 0;
     if (argc > 1 && !fault) {

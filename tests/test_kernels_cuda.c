@@ -2214,7 +2214,7 @@ int main(int argc, char **argv) {
                  {"convert", test_convert, NULL},
                  {"copy", test_copy, NULL}};
     const size_t n_tests = sizeof tests / sizeof *tests;
-    kern_blas_reexec_for_core(argv); /* the references' GEMMs (kernels/blas_core.h) */
+    kern_blas_reexec_for_core(); /* the references' GEMMs (kernels/blas_core.h) */
     for (int a = 1; a < argc; a++) {
         size_t t = 0;
         while (t < n_tests && strcmp(argv[a], tests[t].name) != 0)

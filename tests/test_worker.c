@@ -1306,7 +1306,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s basic|faults|drain|cuda|redis PATH_TO_EMBER_WORKER\n", argv[0]);
         return 2;
     }
-    kern_blas_reexec_for_core(argv); /* the in-process reference engine's GEMMs */
+    kern_blas_reexec_for_core(); /* the in-process reference engine's GEMMs */
     g_worker_bin = argv[2];
     test_require_model();
     signal(SIGPIPE, SIG_IGN);

@@ -612,7 +612,7 @@ int main(int argc, char **argv) {
     if (code != 0)
         return code < 0 ? S_EXIT_OK : code;
     if (strncmp(w.a.device, "cpu", 3) == 0)
-        kern_blas_reexec_for_core(argv);
+        kern_blas_reexec_for_core();
     if (s_signals_install() != 0) {
         fprintf(stderr, "ember-worker: cannot install signal handlers\n");
         return S_EXIT_FAIL;
