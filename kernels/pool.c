@@ -43,3 +43,21 @@ void kern_pool_ref(float *out, const float *h, const int32_t *cu_seqlens, int32_
         }
     }
 }
+
+void kern_pool_rows_ref(uint16_t *dst_a, const uint16_t *src_a, uint16_t *dst_b,
+                        const uint16_t *src_b, const int32_t *cu_seqlens, int32_t n_seqs,
+                        int32_t max_rows, int32_t hidden, kern_pool_mode_t mode) {
+    assert(mode == KERN_POOL_CLS || mode == KERN_POOL_LAST);
+    assert(n_seqs >= 0 && n_seqs <= max_rows);
+    const size_t row = (size_t)hidden * sizeof *dst_a;
+    for (int32_t s = 0; s < max_rows; s++) {
+        uint16_t *a = dst_a + (size_t)s * hidden, *b = dst_b + (size_t)s * hidden;
+        if (s >= n_seqs) {
+            memset(a, 0, row), memset(b, 0, row);
+            continue;
+        }
+        const int32_t t = mode == KERN_POOL_CLS ? cu_seqlens[s] : cu_seqlens[s + 1] - 1;
+        memcpy(a, src_a + (size_t)t * hidden, row);
+        memcpy(b, src_b + (size_t)t * hidden, row);
+    }
+}

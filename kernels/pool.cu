@@ -354,3 +354,50 @@ extern "C" int kern_pool_folded_cuda(float *out, const uint16_t *x, kern_dtype_t
                                                        n_seqs, out_dim, normalize, done, max_seqs,
                                                        hidden, mode, stream, err);
 }
+
+namespace {
+
+/* kern_pool_rows_cuda: thread i of the grid copies 16-byte piece i % per_row of row i / per_row
+ * of both arrays (per_row = hidden / 8). */
+__global__ void __launch_bounds__(kThreads)
+    k_pool_rows(uint4 *__restrict__ dst_a, const uint4 *__restrict__ src_a,
+                uint4 *__restrict__ dst_b, const uint4 *__restrict__ src_b,
+                const int32_t *__restrict__ cu_seqlens, const int32_t *__restrict__ n_seqs,
+                int32_t max_rows, int32_t per_row, bool last) {
+    kern::pdl_begin(); /* src is the previous grid's output; dst may still be read by it */
+    const int64_t i = (int64_t)blockIdx.x * kThreads + threadIdx.x;
+    if (i >= (int64_t)max_rows * per_row)
+        return;
+    const int32_t s = (int32_t)(i / per_row), c = (int32_t)(i % per_row);
+    uint4 a = make_uint4(0, 0, 0, 0), b = a;
+    if (s < *n_seqs) {
+        const int64_t t = last ? cu_seqlens[s + 1] - 1 : cu_seqlens[s];
+        a = src_a[t * per_row + c];
+        b = src_b[t * per_row + c];
+    }
+    dst_a[i] = a;
+    dst_b[i] = b;
+}
+
+} // namespace
+
+extern "C" int kern_pool_rows_cuda(uint16_t *dst_a, const uint16_t *src_a, uint16_t *dst_b,
+                                   const uint16_t *src_b, const int32_t *cu_seqlens,
+                                   const int32_t *n_seqs, int32_t max_rows, int32_t hidden,
+                                   kern_pool_mode_t mode, cudaStream_t stream, com_error_t *err) {
+    if (!dst_a || !src_a || !dst_b || !src_b || !cu_seqlens || !n_seqs || max_rows < 1 ||
+        hidden < 8 || hidden % 8 != 0 || (mode != KERN_POOL_CLS && mode != KERN_POOL_LAST) ||
+        !kern::aligned16(dst_a) || !kern::aligned16(src_a) || !kern::aligned16(dst_b) ||
+        !kern::aligned16(src_b))
+        return com_error_set(err, COM_EINVAL,
+                             "pool_rows_cuda: bad arguments (max_rows %d, hidden %d, mode %d)",
+                             (int)max_rows, (int)hidden, (int)mode);
+    const int32_t per_row = hidden / 8;
+    const int64_t n = (int64_t)max_rows * per_row;
+    KERN_CUDA_TRY(kern::launch(k_pool_rows, dim3((unsigned)((n + kThreads - 1) / kThreads)),
+                               dim3(kThreads), 0, stream, (uint4 *)dst_a, (const uint4 *)src_a,
+                               (uint4 *)dst_b, (const uint4 *)src_b, cu_seqlens, n_seqs, max_rows,
+                               per_row, mode == KERN_POOL_LAST),
+                  err);
+    return 0;
+}

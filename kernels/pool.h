@@ -37,6 +37,16 @@ void kern_pool_ref(float *out,                /* [n_seqs, out_dim], host, fp32 *
                    int32_t n_seqs, int32_t hidden, kern_pool_mode_t mode, int32_t out_dim,
                    bool normalize);
 
+/* The row a one-row pooling reads of each sequence (CLS: its first token, LAST: its last),
+ * gathered from two [n_tokens, hidden] 16-bit arrays: dst_a[s] = src_a[row(s)] and dst_b[s] =
+ * src_b[row(s)] for s < n_seqs, bit copies; rows [n_seqs, max_rows) of both set to zero. For a
+ * last layer that computes only the pooled rows (worker/model_bert_cuda.c). dst and src do not
+ * overlap; n_seqs <= max_rows; mode CLS or LAST. Reference: */
+void kern_pool_rows_ref(uint16_t *dst_a, const uint16_t *src_a, /* [max_rows | n_tokens, hidden] */
+                        uint16_t *dst_b, const uint16_t *src_b, /* the same */
+                        const int32_t *cu_seqlens, int32_t n_seqs, int32_t max_rows, int32_t hidden,
+                        kern_pool_mode_t mode);
+
 #ifdef EMBER_HAVE_CUDA
 /* Completion flags for a host waiting on mapped memory (both device addresses): once out[s] is
  * written and visible system-wide (to the host too), flags[s] = *epoch (s < *n_seqs). epoch is a
@@ -65,6 +75,16 @@ int kern_pool_cuda(float *out,                   /* [max_seqs * hidden] capacity
                    const kern_pool_done_t *done, /* NULL or completion flags */
                    int32_t max_seqs, int32_t hidden, kern_pool_mode_t mode,
                    struct CUstream_st *stream, com_error_t *err);
+
+/* CUDA: kern_pool_rows_ref with *n_seqs in device memory (read after the PDL wait: src may be
+ * the previous grid's output), one 16-byte piece a thread; the grid is sized by max_rows, so one
+ * graph serves every batch of up to max_rows sequences. hidden a multiple of 8 and all four
+ * arrays 16-byte aligned, mode CLS or LAST (else COM_EINVAL). Enqueued on stream. */
+int kern_pool_rows_cuda(uint16_t *dst_a, const uint16_t *src_a, uint16_t *dst_b,
+                        const uint16_t *src_b, const int32_t *cu_seqlens, /* device */
+                        const int32_t *n_seqs,                            /* [1], device */
+                        int32_t max_rows, int32_t hidden, kern_pool_mode_t mode,
+                        struct CUstream_st *stream, com_error_t *err);
 
 /* CUDA: kern_pool_cuda over LN(x) computed on the fly, the final LayerNorm of a model whose last
  * sublayer end is folded (kernels/row_stats.h): h[t, j] = (x[t, j] - mean_t) rstd_t gamma[j] +

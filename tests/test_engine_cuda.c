@@ -195,8 +195,11 @@ static void test_residual_range(const char *dir, const char *scratch) {
 }
 
 /* The same weights under CLS pooling + Normalize and under last-token pooling (raw): the CUDA
- * engine against the CPU engine (which computes only the pooled rows in the last layer) on
- * ragged batches across the folded, plain and fused-FFN buckets. */
+ * engine against the CPU engine (both compute only the pooled rows in the last layer: the CPU
+ * always, the CUDA engine at its unfolded buckets, device option prune=auto) on ragged batches
+ * across the folded, plain and fused-FFN buckets, lazily (eager, captured, replayed) and with
+ * graphs=all; with prune=off too. The pruned pass must have run for the larger batches (the
+ * default f16 stream on these models) and never with prune=off. */
 static void test_row_pooling(const char *dir, const char *scratch, const com_model_info_t *in) {
     char model[640];
     snprintf(model, sizeof model, "%s/pooling", scratch);
@@ -209,29 +212,46 @@ static void test_row_pooling(const char *dir, const char *scratch, const com_mod
     const int32_t max_len = in->max_position_embeddings < 512 ? in->max_position_embeddings : 512;
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         CHECK(test_write_pooling(model, in->hidden_size, cases[c].flag, cases[c].normalize) == 0);
-        wrk_engine_t *cpu = NULL, *gpu = NULL;
+        wrk_engine_t *cpu = NULL;
         com_error_t err = {0};
-        wrk_engine_opts_t oc = {"cpu", 0, 0}, og = {"cuda:0", 0, 0};
+        wrk_engine_opts_t oc = {"cpu", 0, 0};
         int rc = wrk_engine_new(model, &oc, &cpu, &err);
-        rc = rc ? rc : wrk_engine_new(model, &og, &gpu, &err);
-        CHECK_MSG(rc == 0, "%s: %s", cases[c].flag, err.msg);
-        if (rc == 0) {
+        CHECK_MSG(rc == 0, "%s: cpu engine: %s", cases[c].flag, err.msg);
+        static const char *const devices[] = {"cuda:0", "cuda:0,graphs=all", "cuda:0,prune=off"};
+        for (size_t d = 0; d < sizeof devices / sizeof *devices && rc == 0; d++) {
+            wrk_engine_t *gpu = NULL;
+            wrk_engine_opts_t og = {devices[d], 0, 0};
+            rc = wrk_engine_new(model, &og, &gpu, &err);
+            CHECK_MSG(rc == 0, "%s, %s: %s", cases[c].flag, devices[d], err.msg);
+            if (rc != 0)
+                break;
             CHECK(wrk_engine_model(gpu)->pooling == (c == 0 ? COM_POOL_CLS : COM_POOL_LAST));
+            wrk_cuda_stats_t s0, s1;
+            CHECK(wrk_engine_cuda_stats(gpu, &s0, &err) == 0);
             double worst = 1.0;
-            static const int32_t sizes[] = {1, 17, 200};
+            static const int32_t sizes[] = {1, 17, 17, 17, 200};
             for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
                 batch_t x;
                 s_make(&x, in, s_seqs(in, sizes[i]), i == 0 ? 128 : max_len);
                 const double w = s_compare(gpu, cpu, &x.b, cases[c].flag);
-                printf("  %s, %d seqs, %d tokens: worst cosine %.6f\n", cases[c].flag,
-                       (int)x.b.n_seqs, (int)x.b.n_tokens, w);
+                printf("  %s, %s, %d seqs, %d tokens: worst cosine %.6f\n", cases[c].flag,
+                       devices[d], (int)x.b.n_seqs, (int)x.b.n_tokens, w);
                 worst = w < worst ? w : worst;
                 s_free(&x);
             }
-            printf("%s (normalize %d): cuda vs cpu worst cosine %.6f\n", cases[c].flag,
-                   (int)cases[c].normalize, worst);
+            CHECK(wrk_engine_cuda_stats(gpu, &s1, &err) == 0);
+            const bool off = strstr(devices[d], "prune=off") != NULL;
+            printf("%s, %s: cuda vs cpu worst cosine %.6f; pruned from %d tokens, %lld of %lld "
+                   "chunks pruned\n",
+                   cases[c].flag, devices[d], worst, (int)s1.tail_min,
+                   (long long)(s1.pruned_chunks - s0.pruned_chunks),
+                   (long long)(s1.chunks - s0.chunks));
+            CHECK_MSG(off ? s1.tail_min == 0 && s1.pruned_chunks == 0
+                          : s1.tail_min > 0 && s1.pruned_chunks - s0.pruned_chunks >= 4,
+                      "%s: tail_min %d, %lld chunks pruned", devices[d], (int)s1.tail_min,
+                      (long long)(s1.pruned_chunks - s0.pruned_chunks));
+            wrk_engine_destroy(&gpu);
         }
-        wrk_engine_destroy(&gpu);
         wrk_engine_destroy(&cpu);
     }
 }
@@ -546,6 +566,8 @@ static void test_device_options(const char *dir) {
                                       "cuda:0,ffn_min=",
                                       "cuda:0,ffn_min=-1",
                                       "cuda:0,ffn_min=1048577",
+                                      "cuda:0,prune=on",
+                                      "cuda:0,prune=",
                                       "cuda:0,gpu_time=",
                                       "cuda:0,gpu_time=-1",
                                       "cuda:0,gpu_time=1048577",
@@ -561,7 +583,7 @@ static void test_device_options(const char *dir) {
     }
     wrk_engine_opts_t good = {
         "cuda:0,lanes=4,fold_max=1048576,tune=off,graphs=off,fuse=auto,gpu_time=0,ffn=auto,"
-        "ffn_min=1048576",
+        "ffn_min=1048576,prune=off,prune=auto",
         0, 1024};
     const int rc = wrk_engine_new(dir, &good, &e, &err);
     CHECK_MSG(rc != COM_EINVAL, "\"%s\" is well-formed: rc %d (%s)", good.device, rc, err.msg);

@@ -2032,6 +2032,62 @@ static void test_pool_folded_dt(kern_dtype_t dt) {
            s_dtype_name(dt));
 }
 
+/* kern_pool_rows_cuda against kern_pool_rows_ref: bit copies of each sequence's first or last
+ * row of two arrays, the rows past n_seqs zeroed (the destination poisoned first), for several
+ * n_seqs read from device memory by one launch shape; misaligned or unsupported arguments
+ * refused. */
+static void test_pool_rows(void) {
+    static const int32_t lens[] = {1, 7, 64, 1, 130, 2, 1001, 3};
+    enum { NS = 8, MAX_ROWS = 11 };
+    int32_t cu[NS + 1];
+    const int32_t n = s_cu(lens, NS, cu);
+    static const int32_t hiddens[] = {8, 384, 768};
+    for (int hi = 0; hi < 3; hi++) {
+        const int32_t H = hiddens[hi];
+        const size_t in_bytes = (size_t)n * H * 2, out_bytes = (size_t)MAX_ROWS * H * 2;
+        uint16_t *a = malloc(in_bytes), *b = malloc(in_bytes);
+        for (size_t i = 0; i < (size_t)n * H; i++)
+            a[i] = (uint16_t)com_prng_below(&g_rng, 65536),
+            b[i] = (uint16_t)com_prng_below(&g_rng, 65536);
+        uint16_t *da = s_up(a, in_bytes), *db = s_up(b, in_bytes), *oa = s_dev(out_bytes),
+                 *ob = s_dev(out_bytes);
+        int32_t *dcu = s_up(cu, sizeof cu);
+        uint16_t *ra = malloc(out_bytes), *rb = malloc(out_bytes);
+        for (int mode = 0; mode < 2; mode++)
+            for (int32_t ns = 0; ns <= NS; ns += ns < 2 ? 1 : 3) {
+                const kern_pool_mode_t pm = mode ? KERN_POOL_LAST : KERN_POOL_CLS;
+                int32_t *dns = s_up(&ns, 4);
+                s_poison(oa, out_bytes), s_poison(ob, out_bytes);
+                com_error_t err = {0};
+                CHECK_MSG(
+                    kern_pool_rows_cuda(oa, da, ob, db, dcu, dns, MAX_ROWS, H, pm, g_st, &err) == 0,
+                    "pool_rows_cuda: %s", err.msg);
+                kern_pool_rows_ref(ra, a, rb, b, cu, ns, MAX_ROWS, H, pm);
+                uint16_t *ga = s_down_raw(oa, out_bytes), *gb = s_down_raw(ob, out_bytes);
+                CHECK_MSG(memcmp(ga, ra, out_bytes) == 0 && memcmp(gb, rb, out_bytes) == 0,
+                          "pool_rows H=%d mode %s n_seqs %d differs from the reference", (int)H,
+                          mode ? "last" : "CLS", (int)ns);
+                free(ga), free(gb);
+                cudaFree(dns);
+            }
+        free(a), free(b), free(ra), free(rb);
+        cudaFree(da), cudaFree(db), cudaFree(oa), cudaFree(ob), cudaFree(dcu);
+    }
+    { /* refused, nothing enqueued: mean pooling, a width not of 16-byte pieces, misalignment */
+        uint16_t *d = s_dev(4096);
+        int32_t *d1 = s_up(&n, 4);
+        com_error_t err = {0};
+        CHECK(kern_pool_rows_cuda(d, d + 1024, d + 512, d + 1536, d1, d1, 1, 8, KERN_POOL_MEAN,
+                                  g_st, &err) == COM_EINVAL);
+        CHECK(kern_pool_rows_cuda(d, d + 1024, d + 512, d + 1536, d1, d1, 1, 12, KERN_POOL_CLS,
+                                  g_st, &err) == COM_EINVAL);
+        CHECK(kern_pool_rows_cuda(d + 1, d + 1024, d + 512, d + 1536, d1, d1, 1, 8, KERN_POOL_CLS,
+                                  g_st, &err) == COM_EINVAL);
+        cudaFree(d), cudaFree(d1);
+    }
+    printf("pool rows: CLS / last rows of two arrays gathered, the rest zeroed (bit-exact)\n");
+}
+
 static void test_pool(void) {
     /* lengths around the kernel's 8-deep unroll; hidden sizes for scalar columns (7), float4
      * columns in several row lanes (384) and one lane looping over column groups (4100) */
@@ -2111,6 +2167,7 @@ static void test_pool(void) {
     }
     printf("pool: CLS / mean / last x normalize x Matryoshka checked\n");
     s_both_dtypes(test_pool_folded_dt);
+    test_pool_rows();
 }
 
 /* ---- output conversion ---- */

@@ -38,7 +38,10 @@
  *   (the FFN sublayer as one kernel, its intermediate kept on chip, at the unfolded buckets of
  *   >= N tokens where the model, GPU and residual stream allow it, worker/model_bert_cuda.h;
  *   default auto: N = 0.9 of a wave of the kernel's tiles (128 x the SMs); on: N = 1, refused where
- *   it cannot run at all), gpu_time=N (time every Nth
+ *   it cannot run at all), prune=auto|off (with CLS or last-token pooling, the last layer past
+ *   its attention on the pooled rows alone, worker/model_bert_cuda.h; default auto: a chunk of a
+ *   bucket with a tail and at most that many sequences runs a second graph of the bucket, the
+ *   pruned pass), gpu_time=N (time every Nth
  *   batch's passes on the GPU with a pair of events, 0: none; default
  *   WRK_CUDA_GPU_TIME_DEFAULT, engine_cuda.h), fault=N
  *   (for tests of the failure path: the Nth chunk's pass is queued behind a kernel that traps,
@@ -130,8 +133,9 @@ typedef struct s_cuda {
     int32_t n_lanes, n_slots;
     cudaStream_t streams[S_MAX_LANES]; /* one per lane: a lane's passes run in order */
     int32_t last_lane;                 /* the lane of the last chunk enqueued */
-    bool *ran;               /* [n_buckets] has run a chunk (lazy: capture from the second on) */
-    cudaGraphExec_t *graphs; /* [n_buckets][n_slots][n_lanes] (s_graph) */
+    bool *ran;               /* [n_buckets][2] has run a chunk, plain / pruned (lazy: capture
+                                from the second on) */
+    cudaGraphExec_t *graphs; /* [n_buckets][2][n_slots][n_lanes] (s_graph) */
     s_slot_t slots[S_MAX_SLOTS];
     int32_t next_submit, next_done;
     pthread_mutex_t mu;
@@ -189,10 +193,11 @@ static int32_t s_bucket_index(const s_cuda_t *e, int32_t T) {
     return lo;
 }
 
-/* The graph of bucket bi's pass with slot si's buffers in lane's activations. */
-static cudaGraphExec_t *s_graph(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane) {
-    return &e->graphs[((size_t)bi * (size_t)e->n_slots + (size_t)si) * (size_t)e->n_lanes +
-                      (size_t)lane];
+/* The graph of bucket bi's pass, plain or with the pruned last layer, with slot si's buffers in
+ * lane's activations. */
+static cudaGraphExec_t *s_graph(s_cuda_t *e, int32_t bi, bool pruned, int32_t si, int32_t lane) {
+    const size_t pass = 2 * (size_t)bi + pruned;
+    return &e->graphs[(pass * (size_t)e->n_slots + (size_t)si) * (size_t)e->n_lanes + (size_t)lane];
 }
 
 /* The lane for the next chunk: the last one used while it has nothing queued (its activations
@@ -218,19 +223,23 @@ static int32_t s_pick_lane(s_cuda_t *e) {
     return best;
 }
 
-/* Enqueues the forward pass of bucket bi on slot si's buffers in lane's activations and stream,
- * kernel by kernel (run eagerly or inside a capture). */
-static int s_pass(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_error_t *err) {
-    return wrk_bert_cuda_forward(e->model, lane, bi, e->slots[si].in_dev, e->slots[si].out_dev,
-                                 e->slots[si].done_dev, e->streams[lane], err);
+/* Enqueues the forward pass of bucket bi (pruned: with the pruned last layer) on slot si's
+ * buffers in lane's activations and stream, kernel by kernel (run eagerly or inside a capture). */
+static int s_pass(s_cuda_t *e, int32_t bi, bool pruned, int32_t si, int32_t lane,
+                  com_error_t *err) {
+    return wrk_bert_cuda_forward(e->model, lane, bi, pruned, e->slots[si].in_dev,
+                                 e->slots[si].out_dev, e->slots[si].done_dev, e->streams[lane],
+                                 err);
 }
 
-static int s_forward_eager(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_error_t *err) {
+static int s_forward_eager(s_cuda_t *e, int32_t bi, bool pruned, int32_t si, int32_t lane,
+                           com_error_t *err) {
     e->stats.eager_runs++;
-    return s_pass(e, bi, si, lane, err);
+    return s_pass(e, bi, pruned, si, lane, err);
 }
 
-static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_error_t *err) {
+static int s_capture(s_cuda_t *e, int32_t bi, bool pruned, int32_t si, int32_t lane,
+                     com_error_t *err) {
     const double t0 = s_now_ms();
     cudaStream_t st = e->streams[lane];
     pthread_mutex_lock(&e->capture_mu); /* no stream query while a stream captures */
@@ -238,7 +247,7 @@ static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_erro
     if (ce != cudaSuccess)
         pthread_mutex_unlock(&e->capture_mu);
     KERN_CUDA_TRY(ce, err);
-    int rc = s_pass(e, bi, si, lane, err);
+    int rc = s_pass(e, bi, pruned, si, lane, err);
     cudaGraph_t graph = NULL;
     ce = cudaStreamEndCapture(st, &graph);
     pthread_mutex_unlock(&e->capture_mu);
@@ -248,7 +257,7 @@ static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_erro
         return rc;
     }
     KERN_CUDA_TRY(ce, err);
-    ce = cudaGraphInstantiate(s_graph(e, bi, si, lane), graph, 0);
+    ce = cudaGraphInstantiate(s_graph(e, bi, pruned, si, lane), graph, 0);
     cudaGraphDestroy(graph);
     KERN_CUDA_TRY(ce, err);
     e->stats.n_graphs++;
@@ -256,19 +265,22 @@ static int s_capture(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_erro
     return 0;
 }
 
-/* The forward pass of bucket bi for the chunk in slot si, in lane, by the graph policy. */
-static int s_forward(s_cuda_t *e, int32_t bi, int32_t si, int32_t lane, com_error_t *err) {
-    cudaGraphExec_t *g = s_graph(e, bi, si, lane);
+/* The forward pass of bucket bi (pruned or not) for the chunk in slot si, in lane, by the graph
+ * policy. */
+static int s_forward(s_cuda_t *e, int32_t bi, bool pruned, int32_t si, int32_t lane,
+                     com_error_t *err) {
+    cudaGraphExec_t *g = s_graph(e, bi, pruned, si, lane);
+    bool *ran = &e->ran[2 * bi + pruned];
     int rc = 0;
-    if (e->graph_mode == 2 || (e->graph_mode == 0 && !e->ran[bi])) {
-        rc = s_forward_eager(e, bi, si, lane, err);
+    if (e->graph_mode == 2 || (e->graph_mode == 0 && !*ran)) {
+        rc = s_forward_eager(e, bi, pruned, si, lane, err);
     } else {
-        if (!*g && (rc = s_capture(e, bi, si, lane, err)) != 0)
+        if (!*g && (rc = s_capture(e, bi, pruned, si, lane, err)) != 0)
             return rc;
         KERN_CUDA_TRY(cudaGraphLaunch(*g, e->streams[lane]), err);
         e->stats.graph_launches++;
     }
-    e->ran[bi] = true;
+    *ran = true;
     return rc;
 }
 
@@ -279,6 +291,9 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
     sl->t_start = s_now_ms();
     const int32_t n_tokens = b->cu_seqlens[s1] - b->cu_seqlens[s0];
     const int32_t T = wrk_cuda_bucket_tokens(n_tokens), bi = s_bucket_index(e, T);
+    const int32_t tail = wrk_bert_cuda_tail_rows(e->model, bi);
+    const bool pruned = tail > 0 && s1 - s0 <= tail; /* the pass's promise: <= tail sequences */
+    e->stats.pruned_chunks += pruned;
     const int64_t k = e->stats.chunks++;
     sl->epoch = (uint32_t)(k % UINT32_MAX) + 1;
     wrk_bert_cuda_pack(sl->in_host, T, b->token_ids, b->type_ids, b->cu_seqlens + s0, s1 - s0, dim,
@@ -295,7 +310,7 @@ static int s_enqueue(s_cuda_t *e, s_slot_t *sl, const wrk_batch_t *b, int32_t s0
     sl->timed = timed;
     if (timed)
         KERN_CUDA_TRY(cudaEventRecord(sl->ev0, e->streams[lane]), err);
-    int rc = s_forward(e, bi, si, lane, err);
+    int rc = s_forward(e, bi, pruned, si, lane, err);
     if (rc != 0)
         return rc;
     if (timed)
@@ -535,7 +550,7 @@ static void s_destroy(void *impl) {
         if (e->streams[l])
             cudaStreamSynchronize(e->streams[l]);
     if (e->graphs)
-        for (int32_t i = 0; i < e->n_buckets * e->n_slots * e->n_lanes; i++)
+        for (int32_t i = 0; i < 2 * e->n_buckets * e->n_slots * e->n_lanes; i++)
             if (e->graphs[i])
                 cudaGraphExecDestroy(e->graphs[i]);
     free(e->graphs);
@@ -563,18 +578,23 @@ static void s_destroy(void *impl) {
     free(e);
 }
 
-/* Warm-up + capture of every bucket, slot and lane on a 1-token dummy batch (graphs=all). */
+/* Warm-up + capture of every bucket, slot and lane on a 1-token dummy batch (graphs=all), the
+ * pruned pass too where the bucket has one. */
 static int s_capture_all(s_cuda_t *e, com_error_t *err) {
     const int32_t ids[1] = {0}, cu[2] = {0, 1};
-    for (int32_t bi = 0; bi < e->n_buckets; bi++) {
+    for (int32_t px = 0; px < 2 * e->n_buckets; px++) {
+        const int32_t bi = px / 2;
+        const bool pruned = px % 2;
+        if (pruned && wrk_bert_cuda_tail_rows(e->model, bi) == 0)
+            continue;
         /* the layout depends on the bucket: pack the dummy for this one (the previous bucket's
          * warm-up has finished reading the slot: synchronised below) */
         wrk_bert_cuda_pack(e->slots[0].in_host, e->buckets[bi], ids, NULL, cu, 1,
                            e->info.embedding_dim, false, 0);
-        int rc = s_forward_eager(e, bi, 0, 0, err);
+        int rc = s_forward_eager(e, bi, pruned, 0, 0, err);
         for (int32_t si = 0; si < e->n_slots && rc == 0; si++)
             for (int32_t lane = 0; lane < e->n_lanes && rc == 0; lane++)
-                rc = s_capture(e, bi, si, lane, err);
+                rc = s_capture(e, bi, pruned, si, lane, err);
         cudaError_t ce;
         if (rc == 0 && (ce = cudaStreamSynchronize(e->streams[0])) != cudaSuccess)
             rc = kern_check_fail(err, "cudaStreamSynchronize(warm-up)", cudaGetErrorName(ce),
@@ -626,7 +646,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     int32_t graph_mode = 0, tune = 1, pdl = 1, residual = WRK_BERT_RESIDUAL_AUTO, tune_cache = 1;
     int32_t lanes = S_DEFAULT_LANES, dtype = WRK_BERT_DTYPE_AUTO, fold = WRK_BERT_FOLD_AUTO;
     int32_t fold_max = 0, fuse = WRK_BERT_FUSE_AUTO, time_every = WRK_CUDA_GPU_TIME_DEFAULT;
-    int32_t fault_at = 0, ffn = WRK_BERT_FFN_AUTO, ffn_min = 0;
+    int32_t fault_at = 0, ffn = WRK_BERT_FFN_AUTO, ffn_min = 0, prune = WRK_BERT_PRUNE_AUTO;
     /* options after the device, comma-separated: each one of these words, or (max > 0) the
      * word followed by a decimal number in [value, max] */
     const struct {
@@ -660,6 +680,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                  {"ffn=off", &ffn, WRK_BERT_FFN_OFF, 0},
                  {"ffn=on", &ffn, WRK_BERT_FFN_ON, 0},
                  {"ffn_min=", &ffn_min, 1, 1 << 20},
+                 {"prune=auto", &prune, WRK_BERT_PRUNE_AUTO, 0},
+                 {"prune=off", &prune, WRK_BERT_PRUNE_OFF, 0},
                  {"gpu_time=", &time_every, 0, 1 << 20},
                  {"fault=", &fault_at, 1, 1 << 30}};
     for (const char *o = opts && opts->device ? strchr(opts->device, ',') : NULL; o;
@@ -683,7 +705,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                 "tune=on|off, pdl=on|off, residual=auto|f32|f16|bf16, "
                 "tune_cache=on|off, lanes=1..%d, dtype=auto|bf16|f16, "
                 "fold=auto|on|off, fold_max=1..1048576, fuse=auto|on|off, ffn=auto|on|off, "
-                "ffn_min=1..1048576, gpu_time=0..1048576, fault=1..1073741824)",
+                "ffn_min=1..1048576, prune=auto|off, gpu_time=0..1048576, fault=1..1073741824)",
                 (int)n, v, S_MAX_LANES);
         *words[w].var = words[w].max == 0 ? words[w].value : x;
     }
@@ -698,7 +720,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
                                         .fold_max = fold_max,
                                         .fuse = fuse,
                                         .ffn = ffn,
-                                        .ffn_min = ffn_min};
+                                        .ffn_min = ffn_min,
+                                        .prune = prune};
     kern_pdl_set(pdl != 0); /* process-wide: one engine per worker process */
     if (max_tokens < 0 || max_tokens > (1 << 20))
         return com_error_set(err, COM_EINVAL, "engine cuda: max_batch_tokens %d", (int)max_tokens);
@@ -751,8 +774,8 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     for (int32_t T = 64; T <= max_bucket; T = wrk_cuda_bucket_tokens(T + 1))
         e->n_buckets++;
     e->buckets = malloc((size_t)e->n_buckets * sizeof *e->buckets);
-    e->graphs = calloc((size_t)e->n_buckets * e->n_slots * e->n_lanes, sizeof *e->graphs);
-    e->ran = calloc((size_t)e->n_buckets, sizeof *e->ran);
+    e->graphs = calloc(2 * (size_t)e->n_buckets * e->n_slots * e->n_lanes, sizeof *e->graphs);
+    e->ran = calloc(2 * (size_t)e->n_buckets, sizeof *e->ran);
     if (!e->buckets || !e->graphs || !e->ran) {
         rc = com_error_set(err, COM_ENOMEM, "engine: out of memory");
         goto err;
@@ -795,6 +818,9 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
     e->stats.fold_max = wrk_bert_cuda_fold_max(e->model);
     e->stats.fuse_max = wrk_bert_cuda_fuse_max(e->model);
     e->stats.ffn_min = wrk_bert_cuda_ffn_min(e->model);
+    for (int32_t bi = e->n_buckets - 1; bi >= 0; bi--)
+        if (wrk_bert_cuda_tail_rows(e->model, bi) > 0)
+            e->stats.tail_min = e->buckets[bi];
     wrk_bert_cuda_plan_counts(e->model, &e->stats.plans_timed, &e->stats.plans_cached);
     e->stats.pinned_bytes = (size_t)e->n_slots * (in_bytes + out_bytes);
     const double slots_ms = s_now_ms() - t0;
@@ -812,7 +838,7 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         struct cudaDeviceProp prop;
         const char *name = cudaGetDeviceProperties(&prop, device) == cudaSuccess ? prop.name : "?";
         static const char *const res_name[] = {"f32", "bf16", "f16"};
-        char folded[192] = "";
+        char folded[256] = "";
         if (e->stats.fold_max > 0)
             snprintf(folded, sizeof folded, ", LayerNorm folded up to %d tokens",
                      (int)e->stats.fold_max);
@@ -822,6 +848,10 @@ static int s_create(const char *model_dir, const wrk_engine_opts_t *opts, int32_
         if (e->stats.ffn_min > 0)
             snprintf(folded + strlen(folded), sizeof folded - strlen(folded),
                      ", FFN fused from %d tokens", (int)e->stats.ffn_min);
+        if (e->stats.tail_min > 0)
+            snprintf(folded + strlen(folded), sizeof folded - strlen(folded),
+                     ", last layer pruned to the pooled rows from %d tokens",
+                     (int)e->stats.tail_min);
         COM_INFO("engine cuda:%d (%s): %s (%s, %d layers, hidden %d), %s, %s residual, %d "
                  "buckets up to %d tokens, %d lanes, graphs %s%s, %.1f MiB device memory; "
                  "start-up: model %.0f ms, staging slots %.0f ms, capture %.0f ms",

@@ -32,10 +32,13 @@ typedef struct wrk_cuda_stats {
     int64_t batches;        /* batches submitted (wrk_engine_submit calls that got this far) */
     int64_t chunks;         /* chunks enqueued */
     int64_t lane_chunks[4]; /* ... per lane ([0, n_lanes) used) */
-    int32_t n_graphs;       /* CUDA graphs captured (<= one per bucket, slot, lane) */
+    int32_t n_graphs;       /* CUDA graphs captured (<= two per bucket, slot, lane: plain and
+                               with the pruned last layer) */
     double capture_ms;      /* total time spent capturing + instantiating them */
     int64_t eager_runs;     /* forward passes launched kernel by kernel */
     int64_t graph_launches; /* forward passes launched as a graph */
+    int64_t pruned_chunks;  /* chunks run with the pruned last layer (wrk_bert_cuda_forward) */
+    int32_t tail_min;       /* the smallest bucket with a pruned last layer (0: none) */
     size_t device_bytes;    /* weights + lanes x (activations + cuBLASLt workspace) */
     int32_t residual;       /* the residual stream's kern_residual_type_t (0 f32, 1 bf16, 2 f16) */
     int32_t dtype;          /* weights' and activations' kern_dtype_t (0 bf16, 1 binary16) */

@@ -63,7 +63,19 @@
  * [T, I] intermediate (its largest traffic). The kernel's residual is its input, so only
  * buckets whose stream is hb itself qualify (residual f16 with binary16 activations, or bf16):
  * with fp32 or r16 the stream is another buffer. Its operands are those s_sublayer_end gives
- * the GEMM pair (one source for both paths); those buckets have no S_FF1 / S_FF2 plans. */
+ * the GEMM pair (one source for both paths); those buckets have no S_FF1 / S_FF2 plans.
+ *
+ * The pruned last layer (opts.prune; docs/engine.md): a pooling that reads one row a sequence
+ * (CLS, last token) needs, past the last layer's attention, only those rows. At the unfolded
+ * buckets with the hb stream (as the fused FFN), a bucket of T tokens gets a tail of Ts rows
+ * (s_tail_rows: the smallest bucket of at least T / 8 tokens, at most T / 2) and three more
+ * plans of Ts rows (S_TOUT, S_TFF1, S_TFF2). A chunk of at most Ts sequences may then run the
+ * pruned pass (wrk_bert_cuda_forward's pruned): after the last attention kern_pool_rows_cuda
+ * gathers each sequence's pooled row of ctx and of hb into big (ctx_c, res_c: rows [0, Ts),
+ * the rest zeroed), the output projection's sublayer end, FFN-up and FFN-down's sublayer end
+ * run on those Ts rows (the FFN intermediate after them in big, the LayerNorms' scratch tmp,
+ * the last one writing h32's first rows too), and the pooling reads row s of h32 as sequence
+ * s (a one-token sequence each: ident, 0, 1, 2, ...). Everything before is the plain pass. */
 #include "worker/model_bert_cuda.h"
 
 #include <limits.h>
@@ -97,8 +109,9 @@
 /* buckets up to this many tokens get their GEMM choices checked inside the whole forward pass */
 #define S_CONTEXT_MAX 256
 
-/* S_QKVF: the folded pass's QKV of layers >= 1 (NULL otherwise) */
-enum { S_QKV = 0, S_OUT, S_FF1, S_FF2, S_QKVF, S_N_GEMM };
+/* S_QKVF: the folded pass's QKV of layers >= 1 (NULL otherwise); S_TOUT, S_TFF1, S_TFF2: the
+ * pruned last layer's output projection and FFN on its tail of pooled rows (NULL otherwise) */
+enum { S_QKV = 0, S_OUT, S_FF1, S_FF2, S_QKVF, S_TOUT, S_TFF1, S_TFF2, S_N_GEMM };
 
 typedef struct s_layer {
     uint16_t *wqkv, *bqkv; /* [3H, H], [3H] bf16 (plain: NULL when every bucket folds, l >= 1) */
@@ -144,6 +157,8 @@ struct wrk_bert_cuda {
     int32_t fuse_max;                  /* the largest bucket with QKV + attention fused (0: none) */
     int32_t ffn_from;                  /* unfolded buckets of >= this many tokens run the fused
                                           FFN (INT32_MAX: none) */
+    int32_t *tail;                     /* [n_buckets]: the pruned last layer's rows (0: none) */
+    int32_t *ident;                    /* device [largest bucket + 1]: 0, 1, 2, ... */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
 
@@ -503,6 +518,7 @@ void wrk_bert_cuda_destroy(wrk_bert_cuda_t **self_p) {
     free(m->layers);
     free(m->lanes);
     free(m->buckets);
+    free(m->tail);
     free(m);
     *self_p = NULL;
 }
@@ -561,7 +577,7 @@ static int s_time_forward(wrk_bert_cuda_t *m, int32_t bi, cudaStream_t st, cudaE
                           cudaEvent_t e1, float *ms, com_error_t *err) {
     enum { kWarm = 3, kReps = 20, kTrials = 3 };
     KERN_CUDA_TRY(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), err);
-    int rc = wrk_bert_cuda_forward(m, 0, bi, NULL, NULL, NULL, st, err);
+    int rc = wrk_bert_cuda_forward(m, 0, bi, false, NULL, NULL, NULL, st, err);
     cudaGraph_t graph = NULL;
     cudaError_t ce = cudaStreamEndCapture(st, &graph);
     if (rc != 0) {
@@ -618,6 +634,7 @@ static kern_linear_epilogue_t s_epi(const wrk_bert_cuda_t *m, int32_t b, int i) 
     case S_QKV:
         return KERN_LINEAR_BIAS;
     case S_FF1:
+    case S_TFF1: /* the tail's buckets are not folded */
         return fold ? KERN_LINEAR_LN_BIAS_GELU : KERN_LINEAR_BIAS_GELU;
     case S_QKVF:
         return KERN_LINEAR_LN_BIAS;
@@ -629,8 +646,25 @@ static kern_linear_epilogue_t s_epi(const wrk_bert_cuda_t *m, int32_t b, int i) 
 /* GEMM i's input and output widths */
 static void s_gemm_shape(const wrk_bert_cuda_t *m, int i, int32_t *in, int32_t *out) {
     const int32_t H = m->info.hidden_size, I = m->info.intermediate_size;
-    *in = i == S_FF2 ? I : H;
-    *out = i == S_QKV || i == S_QKVF ? 3 * H : i == S_FF1 ? I : H;
+    *in = i == S_FF2 || i == S_TFF2 ? I : H;
+    *out = i == S_QKV || i == S_QKVF ? 3 * H : i == S_FF1 || i == S_TFF1 ? I : H;
+}
+
+/* The rows of GEMM i's plan at bucket b: the bucket's, or its tail's. */
+static int32_t s_plan_rows(const wrk_bert_cuda_t *m, int32_t b, int i) {
+    return i >= S_TOUT ? m->tail[b] : m->buckets[b];
+}
+
+/* The pruned last layer's compact buffers in lane a's big (the header comment): the pooled rows
+ * of ctx and of the stream, then the FFN intermediate, for a tail of Ts rows. */
+static uint16_t *s_ctx_c(const s_acts_t *a) {
+    return a->big;
+}
+static uint16_t *s_res_c(const wrk_bert_cuda_t *m, const s_acts_t *a, int32_t Ts) {
+    return a->big + (size_t)Ts * (size_t)m->info.hidden_size;
+}
+static uint16_t *s_mid_c(const wrk_bert_cuda_t *m, const s_acts_t *a, int32_t Ts) {
+    return a->big + 2 * (size_t)Ts * (size_t)m->info.hidden_size;
 }
 
 /* true iff the residual stream is a binary16 copy beside bf16 activations (r16) */
@@ -641,11 +675,27 @@ static bool s_r16(const wrk_bert_cuda_t *m) {
 /* Whether the fused FFN can run this model here at all: kern_ffn_supported's shapes and GPU,
  * and a residual stream that is hb itself (its residual is its input x = hb), i.e. not fp32
  * and not r16 (s_sublayer_end's residual_f16 / residual_bf16 = hb cases). */
+static bool s_hb_stream(const wrk_bert_cuda_t *m) {
+    return (m->residual == KERN_RESIDUAL_F16 && m->dtype == KERN_DTYPE_F16) ||
+           (m->residual == KERN_RESIDUAL_BF16 && m->dtype == KERN_DTYPE_BF16);
+}
 static bool s_ffn_eligible(const wrk_bert_cuda_t *m) {
-    const bool hb_stream = (m->residual == KERN_RESIDUAL_F16 && m->dtype == KERN_DTYPE_F16) ||
-                           (m->residual == KERN_RESIDUAL_BF16 && m->dtype == KERN_DTYPE_BF16);
-    return hb_stream &&
+    return s_hb_stream(m) &&
            kern_ffn_supported(m->dtype, m->info.hidden_size, m->info.intermediate_size);
+}
+
+/* The tail of bucket b (the header comment): the smallest bucket of >= T / 8 tokens when it is
+ * at most T / 2 (so the compact buffers fit big: Ts (2H + I) <= T max(3H, I)), at an unfolded
+ * bucket of a model whose pooling reads one row a sequence and whose stream is hb; else 0. */
+static int32_t s_tail_rows(const wrk_bert_cuda_t *m, int32_t b, bool prune) {
+    const int32_t T = m->buckets[b];
+    if (!prune || !s_hb_stream(m) || s_folded(m, b) ||
+        (m->info.pooling != COM_POOL_CLS && m->info.pooling != COM_POOL_LAST))
+        return 0;
+    for (int32_t k = 0; k < b; k++)
+        if (8 * (int64_t)m->buckets[k] >= T)
+            return 2 * (int64_t)m->buckets[k] <= T ? m->buckets[k] : 0;
+    return 0;
 }
 
 /* The operands of a sublayer end (KERN_LINEAR_BIAS_ADD_LN) of layer L: after attention (ffn
@@ -674,6 +724,18 @@ static kern_linear_ln_t s_sublayer_end(const wrk_bert_cuda_t *m, const s_acts_t 
         ln.out_f32 = a->h32;
     if (s_r16(m) && !f32_too)
         ln.out_f16 = a->r16;
+    return ln;
+}
+
+/* The pruned last layer's sublayer ends on its compact rows (the header comment): as the plain
+ * pass's (s_sublayer_end, the hb stream), with the gathered rows res_c as the stream. */
+static kern_linear_ln_t s_tail_end(const wrk_bert_cuda_t *m, const s_acts_t *a, const s_layer_t *L,
+                                   bool ffn, uint16_t *res_c, const int32_t *n_rows) {
+    kern_linear_ln_t ln = s_sublayer_end(m, a, L, ffn, n_rows, false, ffn);
+    if (ln.residual_f16)
+        ln.residual_f16 = res_c;
+    else
+        ln.residual_bf16 = res_c;
     return ln;
 }
 
@@ -718,7 +780,7 @@ static kern_linear_ln_t s_fold_ops(const wrk_bert_cuda_t *m, const s_acts_t *a, 
 static void s_plan_key(const wrk_bert_cuda_t *m, int32_t b, int i, char *key, size_t cap) {
     int32_t in, out;
     s_gemm_shape(m, i, &in, &out);
-    snprintf(key, cap, "n %d in %d out %d epi %d%s%s", (int)m->buckets[b], (int)in, (int)out,
+    snprintf(key, cap, "n %d in %d out %d epi %d%s%s", (int)s_plan_rows(m, b, i), (int)in, (int)out,
              (int)s_epi(m, b, i), m->dtype == KERN_DTYPE_F16 ? " f16" : "",
              s_epi(m, b, i) != KERN_LINEAR_BIAS_ADD_LN ? ""
              : m->residual == KERN_RESIDUAL_BF16       ? " residual bf16"
@@ -770,7 +832,7 @@ static int s_refine_in_context(wrk_bert_cuda_t *m, int32_t b, int32_t *refined, 
     float base = 0.f;
     if (rc == 0)
         rc = s_time_forward(m, b, st, e0, e1, &base, err);
-    for (int i = 0; i < S_N_GEMM && rc == 0; i++) {
+    for (int i = 0; i < S_TOUT && rc == 0; i++) { /* the tail's are not in the timed pass */
         if (!p[i])
             continue;
         const int32_t cur = kern_linear_plan_rank(p[i]), alt = kern_linear_plan_alternative(p[i]);
@@ -847,6 +909,11 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
                                lnq = s_fold_ops(m, a, lt, S_QKVF, NULL);
         /* folded: the sums go to tmp (attention) and hb (FFN), FFN-up reads tmp */
         uint16_t *const x_att = fold ? a->tmp : a->hb;
+        /* the tail's (unfolded buckets): its compact buffers in big */
+        const int32_t Ts = m->tail[b];
+        uint16_t *const res_c = s_res_c(m, a, Ts), *const mid_c = s_mid_c(m, a, Ts);
+        const kern_linear_ln_t lnt1 = s_tail_end(m, a, L, false, res_c, NULL),
+                               lnt2 = s_tail_end(m, a, L, true, res_c, NULL);
         struct {
             uint16_t *y;
             const uint16_t *x, *w, *bias;
@@ -856,7 +923,10 @@ static int s_tune(wrk_bert_cuda_t *m, const char *cache_path, com_error_t *err) 
                          [S_FF1] = {a->big, x_att, fold ? L->w1_f : L->w1, fold ? L->b1_f : L->b1,
                                     fold ? &lnu : NULL},
                          [S_FF2] = {a->hb, a->big, L->w2, L->b2, &ln2},
-                         [S_QKVF] = {a->big, a->hb, L->wqkv_f, L->bqkv_f, &lnq}};
+                         [S_QKVF] = {a->big, a->hb, L->wqkv_f, L->bqkv_f, &lnq},
+                         [S_TOUT] = {res_c, s_ctx_c(a), L->wo, L->bo, &lnt1},
+                         [S_TFF1] = {mid_c, res_c, L->w1, L->b1, NULL},
+                         [S_TFF2] = {res_c, mid_c, L->w2, L->b2, &lnt2}};
         char key[S_N_GEMM][64];
         int32_t timed_here = 0;
         for (int i = 0; i < S_N_GEMM && rc == 0; i++) {
@@ -936,11 +1006,12 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
     m->info = *info;
     m->n_buckets = n_buckets;
     m->buckets = malloc((size_t)n_buckets * sizeof *m->buckets);
+    m->tail = calloc((size_t)n_buckets, sizeof *m->tail);
     m->plans = calloc((size_t)n_buckets * S_N_GEMM, sizeof *m->plans);
     m->layers = calloc((size_t)info->num_layers, sizeof *m->layers);
     m->n_lanes = opts->lanes > 0 ? opts->lanes : 1;
     m->lanes = calloc((size_t)m->n_lanes, sizeof *m->lanes);
-    if (!m->buckets || !m->plans || !m->layers || !m->lanes) {
+    if (!m->buckets || !m->tail || !m->plans || !m->layers || !m->lanes) {
         rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
         goto err;
     }
@@ -963,6 +1034,10 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         opts->ffn_min < 0) {
         rc = com_error_set(err, COM_EINVAL, "bert cuda: ffn %d, ffn_min %d", opts->ffn,
                            (int)opts->ffn_min);
+        goto err;
+    }
+    if (opts->prune != WRK_BERT_PRUNE_AUTO && opts->prune != WRK_BERT_PRUNE_OFF) {
+        rc = com_error_set(err, COM_EINVAL, "bert cuda: prune %d", opts->prune);
         goto err;
     }
     if (opts->fold < WRK_BERT_FOLD_OFF || opts->fold > WRK_BERT_FOLD_AUTO || opts->fold_max < 0) {
@@ -1095,6 +1170,30 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
             goto err;
         }
     }
+    { /* the pruned last layer: its tails and the pooling's one-row sequences */
+        const bool prune = opts->prune != WRK_BERT_PRUNE_OFF;
+        int32_t *ident = malloc((T + 1) * sizeof *ident);
+        if (!ident) {
+            rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
+            goto err;
+        }
+        for (size_t t = 0; t <= T; t++)
+            ident[t] = (int32_t)t;
+        rc = s_dalloc(m, (T + 1) * sizeof *ident, (void **)&m->ident, err);
+        cudaError_t ce =
+            rc ? cudaSuccess
+               : cudaMemcpy(m->ident, ident, (T + 1) * sizeof *ident, cudaMemcpyHostToDevice);
+        free(ident);
+        if (rc != 0)
+            goto err;
+        if (ce != cudaSuccess) {
+            rc = kern_check_fail(err, "cudaMemcpy(ident)", cudaGetErrorName(ce),
+                                 cudaGetErrorString(ce), __func__, __FILE__, __LINE__);
+            goto err;
+        }
+        for (int32_t b = 0; b < n_buckets; b++)
+            m->tail[b] = s_tail_rows(m, b, prune);
+    }
     const double acts_ms = (com_clock_mono_us() - t0) / 1e3;
     t0 = com_clock_mono_us();
     /* the fused kernel takes every bucket up to its largest (kern_qkv_attention_supported) */
@@ -1113,9 +1212,11 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
                 continue; /* the fused kernel projects Q, K and V itself */
             if ((i == S_FF1 || i == S_FF2) && s_ffn_fused(m, b))
                 continue; /* the fused FFN runs both products itself */
+            if (i >= S_TOUT && m->tail[b] == 0)
+                continue; /* no pruned last layer */
             int32_t gin, gout;
             s_gemm_shape(m, i, &gin, &gout);
-            if ((rc = kern_linear_plan_new(m->lt, buckets[b], gin, gout, s_epi(m, b, i),
+            if ((rc = kern_linear_plan_new(m->lt, s_plan_rows(m, b, i), gin, gout, s_epi(m, b, i),
                                            S_WORKSPACE_BYTES, 0, m->dtype, &p[i], err)) != 0)
                 goto err;
         }
@@ -1159,6 +1260,10 @@ int32_t wrk_bert_cuda_ffn_min(const wrk_bert_cuda_t *m) {
     return 0;
 }
 
+int32_t wrk_bert_cuda_tail_rows(const wrk_bert_cuda_t *m, int32_t bucket_index) {
+    return bucket_index >= 0 && bucket_index < m->n_buckets ? m->tail[bucket_index] : 0;
+}
+
 int32_t wrk_bert_cuda_fold_max(const wrk_bert_cuda_t *m) {
     int32_t largest = 0;
     for (int32_t b = 0; b < m->n_buckets; b++)
@@ -1171,11 +1276,14 @@ size_t wrk_bert_cuda_device_bytes(const wrk_bert_cuda_t *m) {
     return m->bytes;
 }
 
-int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const int32_t *in_src,
-                          float *out, uint32_t *done, cudaStream_t stream, com_error_t *err) {
-    if (bi < 0 || bi >= m->n_buckets || lane < 0 || lane >= m->n_lanes)
-        return com_error_set(err, COM_EINVAL, "bert cuda forward: bucket index %d, lane %d",
-                             (int)bi, (int)lane);
+int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, bool pruned,
+                          const int32_t *in_src, float *out, uint32_t *done, cudaStream_t stream,
+                          com_error_t *err) {
+    if (bi < 0 || bi >= m->n_buckets || lane < 0 || lane >= m->n_lanes ||
+        (pruned && m->tail[bi] == 0))
+        return com_error_set(
+            err, COM_EINVAL, "bert cuda forward: bucket index %d, lane %d, pruned %d (tail %d)",
+            (int)bi, (int)lane, (int)pruned, bi >= 0 && bi < m->n_buckets ? (int)m->tail[bi] : 0);
     const s_acts_t *a = &m->lanes[lane];
     const com_model_info_t *in = &m->info;
     const int32_t T = m->buckets[bi], H = in->hidden_size, I = in->intermediate_size;
@@ -1205,6 +1313,9 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
     S_TRY(kern_embed_layernorm_cuda(m->dtype, emb_f32 ? a->h32 : NULL, a->hb, ids, types, seq, cu,
                                     n_tokens, T, m->word, m->pos, m->type, m->emb_g, m->emb_b, H,
                                     eps, stream, err));
+    const kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
+                                  : in->pooling == COM_POOL_LAST ? KERN_POOL_LAST
+                                                                 : KERN_POOL_MEAN;
     for (int32_t l = 0; l < in->num_layers; l++) {
         const s_layer_t *L = &m->layers[l];
         const bool last = l == in->num_layers - 1; /* the pooling reads h32 */
@@ -1254,6 +1365,21 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                                       a->big + 2 * H, 3 * H, cu, seq, n_tokens, tiles, T, stream,
                                       err));
         }
+        if (last && pruned) { /* the pooled rows alone from here (the header comment) */
+            const int32_t Ts = m->tail[bi];
+            uint16_t *const res_c = s_res_c(m, a, Ts), *const mid_c = s_mid_c(m, a, Ts);
+            const kern_linear_ln_t t1 = s_tail_end(m, a, L, false, res_c, n_seqs),
+                                   t2 = s_tail_end(m, a, L, true, res_c, n_seqs);
+            S_TRY(kern_pool_rows_cuda(s_ctx_c(a), a->ctx, res_c, a->hb, cu, n_seqs, Ts, H, mode,
+                                      stream, err));
+            S_TRY(kern_linear_cuda(m->lt, p[S_TOUT], res_c, s_ctx_c(a), L->wo, L->bo, &t1, a->ws,
+                                   S_WORKSPACE_BYTES, stream, err));
+            S_TRY(kern_linear_cuda(m->lt, p[S_TFF1], mid_c, res_c, L->w1, L->b1, NULL, a->ws,
+                                   S_WORKSPACE_BYTES, stream, err));
+            S_TRY(kern_linear_cuda(m->lt, p[S_TFF2], res_c, mid_c, L->w2, L->b2, &t2, a->ws,
+                                   S_WORKSPACE_BYTES, stream, err));
+            break;
+        }
         S_TRY(kern_linear_cuda(m->lt, p[S_OUT], x_att, a->ctx, L->wo, L->bo, &ln1, a->ws,
                                S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
         if (ffn) { /* the two below as one kernel, with the sublayer end's own operands */
@@ -1281,14 +1407,14 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, const in
                                    S_WORKSPACE_BYTES, stream, err)); /* + bias + residual + LN */
         }
     }
-    const kern_pool_mode_t mode = in->pooling == COM_POOL_CLS    ? KERN_POOL_CLS
-                                  : in->pooling == COM_POOL_LAST ? KERN_POOL_LAST
-                                                                 : KERN_POOL_MEAN;
     /* no destination (the tuner's timing runs): big, free again once the last FFN is done, holds
      * the [n_seqs, H] fp32 result (it has T x max(3H, I) bf16 >= T x H fp32) */
     float *dst = out ? out : (float *)a->big;
     const s_layer_t *last = &m->layers[in->num_layers - 1];
-    if (fold) /* the last LayerNorm on the fly, from hb and sf */
+    if (pruned) /* row s of h32 is sequence s's: one-token sequences */
+        S_TRY(kern_pool_cuda(dst, a->h32, m->ident, n_seqs, out_dim, norm, done ? &pool_done : NULL,
+                             m->tail[bi], H, KERN_POOL_CLS, stream, err));
+    else if (fold) /* the last LayerNorm on the fly, from hb and sf */
         S_TRY(kern_pool_folded_cuda(dst, a->hb, m->dtype, a->sf, last->ln2_g, last->ln2_b, eps, cu,
                                     n_seqs, out_dim, norm, done ? &pool_done : NULL, T, H, mode,
                                     stream, err));

@@ -70,7 +70,14 @@ typedef struct wrk_bert_cuda_opts {
     int fuse;               /* the fused short-bucket kernels, WRK_BERT_FUSE_* */
     int ffn;                /* the fused FFN sublayer, WRK_BERT_FFN_* */
     int32_t ffn_min;        /* its smallest bucket (0: the default of ffn's mode) */
+    int prune;              /* the pruned last layer, WRK_BERT_PRUNE_* */
 } wrk_bert_cuda_opts_t;
+/* prune: with a pooling that reads one row a sequence (CLS, last token), the last layer past its
+ * attention runs on those rows alone (model_bert_cuda.c's header comment): AUTO at the unfolded
+ * buckets whose residual stream is the 16-bit activations (as the fused FFN's), for chunks of at
+ * most wrk_bert_cuda_tail_rows sequences; OFF never. */
+#define WRK_BERT_PRUNE_AUTO 0
+#define WRK_BERT_PRUNE_OFF  1
 /* fold: OFF; ON, every bucket (binary16 activations that hold the folded pass's values, hidden %
  * 64 == 0 and a Hopper GPU, else refused with COM_EUNSUPPORTED); AUTO, the buckets of up to
  * fold_max tokens (default: the buckets of up to WRK_BERT_FOLD_ELEMS_DEFAULT / hidden tokens,
@@ -135,6 +142,9 @@ int32_t wrk_bert_cuda_fold_max(const wrk_bert_cuda_t *m);
 int32_t wrk_bert_cuda_fuse_max(const wrk_bert_cuda_t *m);
 /* The smallest bucket whose pass runs the fused FFN (0: none); every larger one does too. */
 int32_t wrk_bert_cuda_ffn_min(const wrk_bert_cuda_t *m);
+/* The sequences a chunk of bucket buckets[bucket_index] may have to run the pruned last layer
+ * (wrk_bert_cuda_forward's pruned; 0: the bucket has none). */
+int32_t wrk_bert_cuda_tail_rows(const wrk_bert_cuda_t *m, int32_t bucket_index);
 /* GEMM plans whose algorithm start-up timed, and those taken from the tuning cache. */
 void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t *cached);
 
@@ -149,9 +159,13 @@ void wrk_bert_cuda_plan_counts(const wrk_bert_cuda_t *m, int32_t *timed, int32_t
  * = an internal device buffer. done: NULL, or [bucket] flags (device address, e.g. mapped host
  * memory): the pooling writes the input's epoch into done[s] once row s of out is visible
  * system-wide (kernels/pool.h, kern_pool_done_t), so a host spinning on them sees the result
- * without waiting for an event. A CUDA graph of the pass bakes the three addresses. Returns 0 or
- * COM_EINTERNAL / COM_EINVAL with err. */
-int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bucket_index, const int32_t *in,
-                          float *out, uint32_t *done, struct CUstream_st *stream, com_error_t *err);
+ * without waiting for an event. A CUDA graph of the pass bakes the three addresses. pruned: the
+ * pruned last layer (wrk_bert_cuda_opts_t's prune), for a batch of at most
+ * wrk_bert_cuda_tail_rows(bucket_index) sequences (the caller's promise: the device reads the
+ * count; a bucket without a tail refuses it, COM_EINVAL). Returns 0 or COM_EINTERNAL /
+ * COM_EINVAL with err. */
+int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bucket_index, bool pruned,
+                          const int32_t *in, float *out, uint32_t *done, struct CUstream_st *stream,
+                          com_error_t *err);
 
 #endif
