@@ -466,14 +466,12 @@ int s_launch_mma(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, c
 
 } // namespace
 
-extern "C" int kern_attention_cuda_kernel(kern_attention_kernel_t which,
-                                          const kern_attention_params_t *p, kern_dtype_t dtype,
-                                          uint16_t *out, int64_t ldo, const uint16_t *q,
-                                          int64_t ldq, const uint16_t *k, int64_t ldk,
-                                          const uint16_t *v, int64_t ldv, const int32_t *cu_seqlens,
-                                          const int32_t *tok_seq, const int32_t *n_tokens,
-                                          const int32_t *tiles, int32_t max_tokens,
-                                          cudaStream_t stream, com_error_t *err) {
+/* The arguments every kernel here needs (attention.h): 0, or COM_EINVAL with err. */
+static int s_check_args(const kern_attention_params_t *p, kern_dtype_t dtype, const uint16_t *out,
+                        int64_t ldo, const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk,
+                        const uint16_t *v, int64_t ldv, const int32_t *cu_seqlens,
+                        const int32_t *tok_seq, const int32_t *n_tokens, const int32_t *tiles,
+                        int32_t max_tokens, com_error_t *err) {
     if (!p || !out || !q || !k || !v || !cu_seqlens || !tok_seq || !n_tokens || max_tokens < 1 ||
         (tiles && kern_attention_tiles_cap(max_tokens) == 0) || p->n_heads < 1 ||
         p->n_kv_heads < 1 || p->n_heads % p->n_kv_heads != 0 || p->n_heads > 65535 ||
@@ -487,6 +485,21 @@ extern "C" int kern_attention_cuda_kernel(kern_attention_kernel_t which,
                              (long long)ldq, (long long)ldk, (long long)ldv, (long long)ldo);
     if (dtype != KERN_DTYPE_BF16 && dtype != KERN_DTYPE_F16)
         return com_error_set(err, COM_EINVAL, "attention_cuda: dtype %d", (int)dtype);
+    return 0;
+}
+
+extern "C" int kern_attention_cuda_kernel(kern_attention_kernel_t which,
+                                          const kern_attention_params_t *p, kern_dtype_t dtype,
+                                          uint16_t *out, int64_t ldo, const uint16_t *q,
+                                          int64_t ldq, const uint16_t *k, int64_t ldk,
+                                          const uint16_t *v, int64_t ldv, const int32_t *cu_seqlens,
+                                          const int32_t *tok_seq, const int32_t *n_tokens,
+                                          const int32_t *tiles, int32_t max_tokens,
+                                          cudaStream_t stream, com_error_t *err) {
+    const int rc = s_check_args(p, dtype, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens, tok_seq,
+                                n_tokens, tiles, max_tokens, err);
+    if (rc != 0)
+        return rc;
     if (which == KERN_ATTENTION_AUTO) /* see kern_attention_cuda in attention.h */
         which = max_tokens >= 512 && kern_attention_wgmma_valid(p) &&
                         kern_attention_wgmma_out_ok(out, ldo)
@@ -513,4 +526,27 @@ extern "C" int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_
     return kern_attention_cuda_kernel(KERN_ATTENTION_AUTO, p, dtype, out, ldo, q, ldq, k, ldk, v,
                                       ldv, cu_seqlens, tok_seq, n_tokens, tiles, max_tokens, stream,
                                       err);
+}
+
+extern "C" bool kern_attention_pooled_supported(const kern_attention_params_t *p) {
+    return kern_attention_wgmma_valid(p);
+}
+
+extern "C" int kern_attention_pooled_cuda(const kern_attention_params_t *p, kern_dtype_t dtype,
+                                          uint16_t *out, int64_t ldo, const uint16_t *q,
+                                          int64_t ldq, const uint16_t *k, int64_t ldk,
+                                          const uint16_t *v, int64_t ldv, const int32_t *cu_seqlens,
+                                          const int32_t *tok_seq, const int32_t *n_tokens,
+                                          const int32_t *n_seqs, int32_t max_seqs, bool last,
+                                          int32_t max_tokens, cudaStream_t stream,
+                                          com_error_t *err) {
+    int rc = s_check_args(p, dtype, out, ldo, q, ldq, k, ldk, v, ldv, cu_seqlens, tok_seq, n_tokens,
+                          NULL, max_tokens, err);
+    if (rc == 0 && (!n_seqs || max_seqs < 1 || max_seqs > max_tokens))
+        rc = com_error_set(err, COM_EINVAL, "attention_pooled_cuda: max_seqs %d (max_tokens %d)",
+                           (int)max_seqs, (int)max_tokens);
+    return rc ? rc
+              : kern_attention_wgmma_pooled_cuda(p, dtype, out, ldo, q, ldq, k, ldk, v, ldv,
+                                                 cu_seqlens, tok_seq, n_tokens, n_seqs, max_seqs,
+                                                 last, max_tokens, stream, err);
 }

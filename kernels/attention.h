@@ -112,6 +112,24 @@ int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, ui
                         const int32_t *n_tokens,        /* [1], device */
                         const int32_t *tiles,           /* see above; device or NULL */
                         int32_t max_tokens, struct CUstream_st *stream, com_error_t *err);
+/* CUDA: the output of one query row a sequence, its first (last false: CLS pooling) or its last
+ * (last true: last-token pooling), written at its packed row; the other rows are not written.
+ * For a last layer that keeps only those rows (worker/model_bert_cuda.c). The wgmma kernel with
+ * one CTA a (sequence, head) walking the sequence's keys (its 64-row tile holds the one live
+ * row), *n_seqs (device, read before the PDL wait like cu_seqlens) <= max_seqs sequences, the grid
+ * sized by max_seqs. Compute capability 9.0 and head dim 32 / 64 only, else COM_EUNSUPPORTED (the
+ * caller then runs kern_attention_cuda, whose other rows are merely extra); the other arguments
+ * as kern_attention_cuda's (out 16-byte aligned, ldo a multiple of 8). Reference:
+ * kern_attention_rows_ref. */
+bool kern_attention_pooled_supported(const kern_attention_params_t *p); /* on this device */
+int kern_attention_pooled_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
+                               int64_t ldo, const uint16_t *q, int64_t ldq, const uint16_t *k,
+                               int64_t ldk, const uint16_t *v, int64_t ldv,
+                               const int32_t *cu_seqlens, /* device */
+                               const int32_t *tok_seq, const int32_t *n_tokens,
+                               const int32_t *n_seqs, /* [1], device */
+                               int32_t max_seqs, bool last, int32_t max_tokens,
+                               struct CUstream_st *stream, com_error_t *err);
 /* The kernels kern_attention_cuda chooses from, for tests and benches: AUTO is what
  * kern_attention_cuda runs: WGMMA for max_tokens >= 512 on compute capability 9.0, MMA otherwise
  * (measured on an H200, bench_kernels_cuda, session 26: the wgmma kernel 61.4 against 67.5-68.6

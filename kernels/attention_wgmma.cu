@@ -39,6 +39,8 @@
  * O / l leaves through the Q tile's shared memory, so each thread stores 16-byte pieces of a row
  * (out 16-byte aligned, ldo a multiple of 8).
  * The prologue needs two round trips: Q, n_tokens and the rows' sequence indices, then cu_seqlens.
+ * kern_attention_pooled_cuda runs the same kernel with its entry made from cu_seqlens: CTA s
+ * takes sequence s's first or last row as a one-row tile of one sequence (t_kind 2).
  *
  * Measured on an H200 (bench_kernels_cuda, 12 heads, session 27, TMA and lazy rescale): head dim
  * 64, 8 x 512 tokens 22.2 us (session 26's cp.async form 23.2, the mma.sync kernel 30.2-31.3),
@@ -155,7 +157,8 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
                       int64_t ldo, const uint16_t *__restrict__ q, int64_t ldq,
                       const int32_t *__restrict__ cu, const int32_t *__restrict__ tok_seq,
                       const int32_t *__restrict__ n_tokens_p, const int32_t *__restrict__ tiles,
-                      int32_t max_tokens, int32_t n_heads, int32_t group, float scale_log2) {
+                      int32_t max_tokens, int32_t n_heads, int32_t group, float scale_log2,
+                      const int32_t *__restrict__ n_seqs_p, int pooled) {
     using C = AttnCfg<HD>;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t sq = (kern::smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -168,7 +171,13 @@ __global__ void __launch_bounds__(128, HD == 32 ? 4 : 3)
      * see kern_attention_cuda) with the tile's key range, else the tile-th 64 packed rows */
     int32_t q0 = tile * 64, n_rows = 64, t_kbeg = 0, t_kend = 0;
     int t_kind = 0; /* 0: no table; 1: a table tile of several sequences; 2: of one sequence */
-    if (tiles) {
+    if (pooled) {   /* kern_attention_pooled_cuda: tile s is sequence s's first (1) or last (2) row,
+                       from the batch's layout, read before the PDL wait as a table's entry */
+        if (tile >= *n_seqs_p)
+            return;
+        t_kbeg = cu[tile], t_kend = cu[tile + 1];
+        q0 = pooled == 2 ? t_kend - 1 : t_kbeg, n_rows = 1, t_kind = 2;
+    } else if (tiles) {
         const int4 te = __ldcg(reinterpret_cast<const int4 *>(tiles) + tile);
         if (te.x < 0)
             return; /* no tile */
@@ -566,7 +575,8 @@ template <kern_dtype_t D, int HD, bool CAUSAL>
 int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const uint16_t *q,
              int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
              const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens,
-             const int32_t *tiles, int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
+             const int32_t *tiles, int32_t max_tokens, const int32_t *n_seqs, int pooled,
+             int32_t max_seqs, cudaStream_t stream, com_error_t *err) {
     auto *kfn = k_attention_wgmma<D, HD, CAUSAL>;
     constexpr size_t smem = AttnCfg<HD>::kSmem;
     static std::atomic<uint64_t> s_ready{0};
@@ -585,7 +595,9 @@ int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const
                                  swz, err);
     if (rc != 0)
         return rc;
-    const int64_t n_tiles = tiles ? kern_attention_tiles_cap(max_tokens) : (max_tokens + 63) / 64;
+    const int64_t n_tiles = pooled  ? max_seqs
+                            : tiles ? kern_attention_tiles_cap(max_tokens)
+                                    : (max_tokens + 63) / 64;
     if (tiles && !kern::aligned16(tiles))
         return com_error_set(err, COM_EINVAL, "attention_wgmma: tiles not 16-byte aligned");
     const int64_t ctas = n_tiles * p->n_heads;
@@ -595,7 +607,7 @@ int s_launch(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const
     KERN_CUDA_TRY(kern::launch(kfn, dim3((unsigned)ctas), dim3(128), smem, stream, tk, tv, out, ldo,
                                q, ldq, cu, tok_seq, n_tokens, tiles, max_tokens, p->n_heads,
                                (int32_t)(p->n_heads / p->n_kv_heads),
-                               p->scale * 1.4426950408889634f),
+                               p->scale * 1.4426950408889634f, n_seqs, pooled),
                   err);
     return 0;
 }
@@ -605,17 +617,39 @@ template <kern_dtype_t D>
 int s_launch_dtype(const kern_attention_params_t *p, uint16_t *out, int64_t ldo, const uint16_t *q,
                    int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
                    const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens,
-                   const int32_t *tiles, int32_t max_tokens, cudaStream_t stream,
-                   com_error_t *err) {
-    if (p->head_dim == 64)
-        return p->causal ? s_launch<D, 64, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                                 n_tokens, tiles, max_tokens, stream, err)
-                         : s_launch<D, 64, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                                  n_tokens, tiles, max_tokens, stream, err);
-    return p->causal ? s_launch<D, 32, true>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                             n_tokens, tiles, max_tokens, stream, err)
-                     : s_launch<D, 32, false>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                              n_tokens, tiles, max_tokens, stream, err);
+                   const int32_t *tiles, int32_t max_tokens, const int32_t *n_seqs, int pooled,
+                   int32_t max_seqs, cudaStream_t stream, com_error_t *err) {
+    auto *fn = p->head_dim == 64 ? (p->causal ? s_launch<D, 64, true> : s_launch<D, 64, false>)
+                                 : (p->causal ? s_launch<D, 32, true> : s_launch<D, 32, false>);
+    return fn(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq, n_tokens, tiles, max_tokens, n_seqs,
+              pooled, max_seqs, stream, err);
+}
+
+/* kern_attention_wgmma_cuda's checks, then the launch (pooled: 0, or 1 / 2 for
+ * kern_attention_wgmma_pooled_cuda's first / last rows) */
+int s_checked(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out, int64_t ldo,
+              const uint16_t *q, int64_t ldq, const uint16_t *k, int64_t ldk, const uint16_t *v,
+              int64_t ldv, const int32_t *cu, const int32_t *tok_seq, const int32_t *n_tokens,
+              const int32_t *tiles, int32_t max_tokens, const int32_t *n_seqs, int pooled,
+              int32_t max_seqs, cudaStream_t stream, com_error_t *err) {
+    if (!kern_attention_wgmma_valid(p))
+        return com_error_set(err, COM_EUNSUPPORTED,
+                             "attention_wgmma: needs compute capability 9.0 and head_dim 32 or "
+                             "64");
+    if (!kern_attention_wgmma_out_ok(out, ldo))
+        return com_error_set(err, COM_EINVAL,
+                             "attention_wgmma: out needs 16-byte alignment and ldo a multiple of 8 "
+                             "(ldo %lld)",
+                             (long long)ldo);
+    if (dtype == KERN_DTYPE_F16)
+        return s_launch_dtype<KERN_DTYPE_F16>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+                                              n_tokens, tiles, max_tokens, n_seqs, pooled, max_seqs,
+                                              stream, err);
+    if (dtype == KERN_DTYPE_BF16)
+        return s_launch_dtype<KERN_DTYPE_BF16>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
+                                               n_tokens, tiles, max_tokens, n_seqs, pooled,
+                                               max_seqs, stream, err);
+    return com_error_set(err, COM_EINVAL, "attention_wgmma: dtype %d", (int)dtype);
 }
 
 } // namespace
@@ -633,20 +667,17 @@ int kern_attention_wgmma_cuda(const kern_attention_params_t *p, kern_dtype_t dty
                               int64_t ldk, const uint16_t *v, int64_t ldv, const int32_t *cu,
                               const int32_t *tok_seq, const int32_t *n_tokens, const int32_t *tiles,
                               int32_t max_tokens, cudaStream_t stream, com_error_t *err) {
-    if (!kern_attention_wgmma_valid(p))
-        return com_error_set(err, COM_EUNSUPPORTED,
-                             "attention_wgmma: needs compute capability 9.0 and head_dim 32 or "
-                             "64");
-    if (!kern_attention_wgmma_out_ok(out, ldo))
-        return com_error_set(err, COM_EINVAL,
-                             "attention_wgmma: out needs 16-byte alignment and ldo a multiple of 8 "
-                             "(ldo %lld)",
-                             (long long)ldo);
-    if (dtype == KERN_DTYPE_F16)
-        return s_launch_dtype<KERN_DTYPE_F16>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                              n_tokens, tiles, max_tokens, stream, err);
-    if (dtype == KERN_DTYPE_BF16)
-        return s_launch_dtype<KERN_DTYPE_BF16>(p, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq,
-                                               n_tokens, tiles, max_tokens, stream, err);
-    return com_error_set(err, COM_EINVAL, "attention_wgmma: dtype %d", (int)dtype);
+    return s_checked(p, dtype, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq, n_tokens, tiles,
+                     max_tokens, NULL, 0, 0, stream, err);
+}
+
+int kern_attention_wgmma_pooled_cuda(const kern_attention_params_t *p, kern_dtype_t dtype,
+                                     uint16_t *out, int64_t ldo, const uint16_t *q, int64_t ldq,
+                                     const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
+                                     const int32_t *cu, const int32_t *tok_seq,
+                                     const int32_t *n_tokens, const int32_t *n_seqs,
+                                     int32_t max_seqs, bool last, int32_t max_tokens,
+                                     cudaStream_t stream, com_error_t *err) {
+    return s_checked(p, dtype, out, ldo, q, ldq, k, ldk, v, ldv, cu, tok_seq, n_tokens, NULL,
+                     max_tokens, n_seqs, last ? 2 : 1, max_seqs, stream, err);
 }

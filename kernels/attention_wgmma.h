@@ -19,4 +19,14 @@ int kern_attention_wgmma_cuda(const kern_attention_params_t *p, kern_dtype_t dty
                               const int32_t *tok_seq, const int32_t *n_tokens, const int32_t *tiles,
                               int32_t max_tokens, cudaStream_t stream, com_error_t *err);
 
+/* kern_attention_pooled_cuda's kernel (kernels/attention.h): one CTA a (sequence, head) for the
+ * sequence's first row (last false) or last row (last true); max_seqs >= *n_seqs CTAs a head */
+int kern_attention_wgmma_pooled_cuda(const kern_attention_params_t *p, kern_dtype_t dtype,
+                                     uint16_t *out, int64_t ldo, const uint16_t *q, int64_t ldq,
+                                     const uint16_t *k, int64_t ldk, const uint16_t *v, int64_t ldv,
+                                     const int32_t *cu, const int32_t *tok_seq,
+                                     const int32_t *n_tokens, const int32_t *n_seqs,
+                                     int32_t max_seqs, bool last, int32_t max_tokens,
+                                     cudaStream_t stream, com_error_t *err);
+
 #endif

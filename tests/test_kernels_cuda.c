@@ -1214,8 +1214,11 @@ static int32_t *s_up_tiles(const int32_t *cu, int32_t n_seqs, int32_t T) {
  * kern_attention_ref, q | k | v packed in rows as the QKV GEMM writes them. Rows past n_tokens
  * hold NaN, as stale activations may (P is 0 for those keys, and 0 x NaN would leak into the
  * outputs); the output rows past n_tokens must stay unwritten (poisoned by s_dev). */
+/* One batch through kernel (with the batch's tile table, or, pooled 1 / 2, through
+ * kern_attention_pooled_cuda for each sequence's first / last row, every other row then left
+ * unwritten) against kern_attention_ref. */
 static void s_attention_batch(const char *what, kern_attention_kernel_t kernel, bool with_tiles,
-                              kern_dtype_t dtype, const kern_attention_params_t *p,
+                              int pooled, kern_dtype_t dtype, const kern_attention_params_t *p,
                               const int32_t *cu, int32_t ns, int32_t T, double atol, double rtol) {
     const bool h16 = dtype == KERN_DTYPE_F16;
     const int32_t n = cu[ns], nh = p->n_heads, nkv = p->n_kv_heads, hd = p->head_dim;
@@ -1232,18 +1235,39 @@ static void s_attention_batch(const char *what, kern_attention_kernel_t kernel, 
     int32_t *ts = s_tok_seq(cu, ns, T);
     int32_t *dts = s_up(ts, T * 4), *dcu = s_up(cu, (ns + 1) * 4), *dn = s_up(&n, 4);
     int32_t *dtt = with_tiles ? s_up_tiles(cu, ns, T) : NULL;
+    int32_t *dns = s_up(&ns, 4);
     com_error_t err = {0};
     const int rc =
-        kern_attention_cuda_kernel(kernel, p, dtype, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
-                                   dqkv + (nh + nkv) * hd, ld, dcu, dts, dn, dtt, T, g_st, &err);
+        pooled ? kern_attention_pooled_cuda(p, dtype, dout, nh * hd, dqkv, ld, dqkv + nh * hd, ld,
+                                            dqkv + (nh + nkv) * hd, ld, dcu, dts, dn, dns, ns + 3,
+                                            pooled == 2, T, g_st, &err)
+               : kern_attention_cuda_kernel(kernel, p, dtype, dout, nh * hd, dqkv, ld,
+                                            dqkv + nh * hd, ld, dqkv + (nh + nkv) * hd, ld, dcu,
+                                            dts, dn, dtt, T, g_st, &err);
     CHECK_MSG(rc == 0, "%s: %s", what, err.msg);
     float *got = s_down_16(dout, (size_t)T * nh * hd, h16);
-    s_cmp(what, got, ref, (size_t)n * nh * hd, atol, rtol);
-    if (n < T)
-        CHECK_MSG(isnan(got[(size_t)n * nh * hd]) && isnan(got[(size_t)T * nh * hd - 1]),
-                  "%s: rows past n_tokens were written", what);
+    if (pooled) { /* the pooled rows as the reference's, every other row still poisoned */
+        const size_t w = (size_t)nh * hd;
+        int32_t s = 0, unwritten = 0;
+        for (int32_t t = 0; t < T; t++) {
+            while (s < ns && cu[s + 1] <= t)
+                s++;
+            const bool kept = s < ns && t == (pooled == 2 ? cu[s + 1] - 1 : cu[s]);
+            if (kept)
+                s_cmp(what, got + t * w, ref + t * w, w, atol, rtol);
+            else
+                unwritten += isnan(got[t * w]) && isnan(got[t * w + w - 1]);
+        }
+        CHECK_MSG(unwritten == T - ns, "%s: %d of the %d rows not pooled were written", what,
+                  (int)(T - ns - unwritten), (int)(T - ns));
+    } else {
+        s_cmp(what, got, ref, (size_t)n * nh * hd, atol, rtol);
+        if (n < T)
+            CHECK_MSG(isnan(got[(size_t)n * nh * hd]) && isnan(got[(size_t)T * nh * hd - 1]),
+                      "%s: rows past n_tokens were written", what);
+    }
     free(got), free(qkv), free(ref), free(scratch), free(ts);
-    cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn);
+    cudaFree(dqkv), cudaFree(dout), cudaFree(dts), cudaFree(dcu), cudaFree(dn), cudaFree(dns);
     cudaFree(dtt);
 }
 
@@ -1254,8 +1278,10 @@ static void test_attention_dt(kern_dtype_t dtype) {
     /* every kernel kern_attention_cuda chooses from (the wgmma one also with the batch's tile
      * table, kern_attention_tiles_build); the wgmma ones must run on sm_90 */
     static const kern_attention_kernel_t kernels[] = {KERN_ATTENTION_MMA, KERN_ATTENTION_WGMMA,
+                                                      KERN_ATTENTION_WGMMA, KERN_ATTENTION_WGMMA,
                                                       KERN_ATTENTION_WGMMA};
-    static const char *kernel_name[] = {"mma", "wgmma", "wgmma tiles"};
+    static const char *kernel_name[] = {"mma", "wgmma", "wgmma tiles", "wgmma pooled first",
+                                        "wgmma pooled last"};
     const char *dn16 = s_dtype_name(dtype);
     const double atol = s_tol16(dtype), rtol = 2 * s_tol16(dtype); /* bf16: 1e-2, 2e-2 */
     int dev = 0, major = 0, minor = 0;
@@ -1267,6 +1293,7 @@ static void test_attention_dt(kern_dtype_t dtype) {
     for (size_t ki = 0; ki < sizeof kernels / sizeof *kernels; ki++) {
         const kern_attention_kernel_t kernel = kernels[ki];
         const bool with_tiles = ki == 2;
+        const int pooled = ki < 3 ? 0 : (int)ki - 2; /* kern_attention_pooled_cuda */
         if (kernel != KERN_ATTENTION_MMA && !sm90) {
             printf("attention: kernel %s %s skipped (wgmma needs compute capability 9.0, this is "
                    "%d.%d)\n",
@@ -1288,8 +1315,8 @@ static void test_attention_dt(kern_dtype_t dtype) {
                         snprintf(what, sizeof what,
                                  "attention kernel %s %s hd %d causal %d kv %d case %zu",
                                  kernel_name[ki], dn16, (int)hd, causal, (int)nkv, c);
-                        s_attention_batch(what, kernel, with_tiles, dtype, &p, cu, ns, T, atol,
-                                          rtol);
+                        s_attention_batch(what, kernel, with_tiles, pooled, dtype, &p, cu, ns, T,
+                                          atol, rtol);
                     }
                     n_cfg++;
                 }
@@ -1303,7 +1330,8 @@ static void test_attention_dt(kern_dtype_t dtype) {
             char what[64];
             snprintf(what, sizeof what, "attention kernel %s %s 16 x 512 (bucket 8192)",
                      kernel_name[ki], dn16);
-            s_attention_batch(what, kernel, with_tiles, dtype, &p, cu, ns, 8192, atol, rtol);
+            s_attention_batch(what, kernel, with_tiles, pooled, dtype, &p, cu, ns, 8192, atol,
+                              rtol);
         }
         /* a larger ragged batch: 2981 tokens in 30 sequences of 1 to 300 tokens, half of them
          * under 41 (with a table, packed into shared tiles), 16 heads (several (tile, head)
@@ -1324,7 +1352,8 @@ static void test_attention_dt(kern_dtype_t dtype) {
                 char what[96];
                 snprintf(what, sizeof what, "attention kernel %s %s %d ragged hd %d causal %d",
                          kernel_name[ki], dn16, (int)cu[ns], (int)hd, causal);
-                s_attention_batch(what, kernel, with_tiles, dtype, &p, cu, ns, 3072, atol, rtol);
+                s_attention_batch(what, kernel, with_tiles, pooled, dtype, &p, cu, ns, 3072, atol,
+                                  rtol);
             }
         printf("attention: kernel %s %s checked\n", kernel_name[ki], dn16);
     }

@@ -70,7 +70,8 @@
  * buckets with the hb stream (as the fused FFN), a bucket of T tokens gets a tail of Ts rows
  * (s_tail_rows: the smallest bucket of at least T / 8 tokens, at most T / 2) and three more
  * plans of Ts rows (S_TOUT, S_TFF1, S_TFF2). A chunk of at most Ts sequences may then run the
- * pruned pass (wrk_bert_cuda_forward's pruned): after the last attention kern_pool_rows_cuda
+ * pruned pass (wrk_bert_cuda_forward's pruned): the last attention computes those rows alone
+ * (kern_attention_pooled_cuda, where the GPU runs it), kern_pool_rows_cuda
  * gathers each sequence's pooled row of ctx and of hb into big (ctx_c, res_c: rows [0, Ts),
  * the rest zeroed), the output projection's sublayer end, FFN-up and FFN-down's sublayer end
  * run on those Ts rows (the FFN intermediate after them in big, the LayerNorms' scratch tmp,
@@ -158,6 +159,8 @@ struct wrk_bert_cuda {
     int32_t ffn_from;                  /* unfolded buckets of >= this many tokens run the fused
                                           FFN (INT32_MAX: none) */
     int32_t *tail;                     /* [n_buckets]: the pruned last layer's rows (0: none) */
+    bool pooled_attention;             /* the pruned layer's attention for its pooled rows alone
+                                          (kern_attention_pooled_cuda; else every row's) */
     int32_t *ident;                    /* device [largest bucket + 1]: 0, 1, 2, ... */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
@@ -1193,6 +1196,9 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
         }
         for (int32_t b = 0; b < n_buckets; b++)
             m->tail[b] = s_tail_rows(m, b, prune);
+        const kern_attention_params_t ap = {info->num_heads, info->num_heads, info->head_dim,
+                                            1.0f / sqrtf((float)info->head_dim), false};
+        m->pooled_attention = kern_attention_pooled_supported(&ap);
     }
     const double acts_ms = (com_clock_mono_us() - t0) / 1e3;
     t0 = com_clock_mono_us();
@@ -1361,9 +1367,15 @@ int wrk_bert_cuda_forward(wrk_bert_cuda_t *m, int32_t lane, int32_t bi, bool pru
             S_TRY(kern_linear_cuda(m->lt, fold_qkv ? p[S_QKVF] : p[S_QKV], a->big, a->hb,
                                    fold_qkv ? L->wqkv_f : L->wqkv, fold_qkv ? L->bqkv_f : L->bqkv,
                                    fold_qkv ? &lnq : NULL, a->ws, S_WORKSPACE_BYTES, stream, err));
-            S_TRY(kern_attention_cuda(&ap, m->dtype, a->ctx, H, a->big, 3 * H, a->big + H, 3 * H,
-                                      a->big + 2 * H, 3 * H, cu, seq, n_tokens, tiles, T, stream,
-                                      err));
+            if (last && pruned && m->pooled_attention) /* the pooled rows' queries alone */
+                S_TRY(kern_attention_pooled_cuda(&ap, m->dtype, a->ctx, H, a->big, 3 * H,
+                                                 a->big + H, 3 * H, a->big + 2 * H, 3 * H, cu, seq,
+                                                 n_tokens, n_seqs, m->tail[bi],
+                                                 mode == KERN_POOL_LAST, T, stream, err));
+            else
+                S_TRY(kern_attention_cuda(&ap, m->dtype, a->ctx, H, a->big, 3 * H, a->big + H,
+                                          3 * H, a->big + 2 * H, 3 * H, cu, seq, n_tokens, tiles, T,
+                                          stream, err));
         }
         if (last && pruned) { /* the pooled rows alone from here (the header comment) */
             const int32_t Ts = m->tail[bi];
