@@ -56,7 +56,7 @@ void kern_pool_rows_ref(uint16_t *dst_a, const uint16_t *src_a, uint16_t *dst_b,
             memset(a, 0, row), memset(b, 0, row);
             continue;
         }
-        const int32_t t = mode == KERN_POOL_CLS ? cu_seqlens[s] : cu_seqlens[s + 1] - 1;
+        const int32_t t = kern_pool_row(cu_seqlens, s, mode);
         memcpy(a, src_a + (size_t)t * hidden, row);
         memcpy(b, src_b + (size_t)t * hidden, row);
     }

@@ -161,7 +161,8 @@ struct wrk_bert_cuda {
     int32_t *tail;                     /* [n_buckets]: the pruned last layer's rows (0: none) */
     bool pooled_attention;             /* the pruned layer's attention for its pooled rows alone
                                           (kern_attention_pooled_cuda; else every row's) */
-    int32_t *ident;                    /* device [largest bucket + 1]: 0, 1, 2, ... */
+    int32_t *ident;                    /* device [largest tail + 1]: 0, 1, 2, ... (NULL
+                                          without tails) */
     int32_t plans_timed, plans_cached; /* s_tune: timed at start / from the tuning cache */
 };
 
@@ -1173,32 +1174,36 @@ int wrk_bert_cuda_new(const com_model_info_t *info, const char *weights_path,
             goto err;
         }
     }
-    { /* the pruned last layer: its tails and the pooling's one-row sequences */
+    { /* the pruned last layer: its tails and, where there are any, the pooling's one-row
+         sequences (0, 1, 2, ... up to the largest tail) */
         const bool prune = opts->prune != WRK_BERT_PRUNE_OFF;
-        int32_t *ident = malloc((T + 1) * sizeof *ident);
-        if (!ident) {
-            rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
-            goto err;
-        }
-        for (size_t t = 0; t <= T; t++)
-            ident[t] = (int32_t)t;
-        rc = s_dalloc(m, (T + 1) * sizeof *ident, (void **)&m->ident, err);
-        cudaError_t ce =
-            rc ? cudaSuccess
-               : cudaMemcpy(m->ident, ident, (T + 1) * sizeof *ident, cudaMemcpyHostToDevice);
-        free(ident);
-        if (rc != 0)
-            goto err;
-        if (ce != cudaSuccess) {
-            rc = kern_check_fail(err, "cudaMemcpy(ident)", cudaGetErrorName(ce),
-                                 cudaGetErrorString(ce), __func__, __FILE__, __LINE__);
-            goto err;
-        }
-        for (int32_t b = 0; b < n_buckets; b++)
+        int32_t max_tail = 0;
+        for (int32_t b = 0; b < n_buckets; b++) {
             m->tail[b] = s_tail_rows(m, b, prune);
+            max_tail = m->tail[b] > max_tail ? m->tail[b] : max_tail;
+        }
         const kern_attention_params_t ap = {info->num_heads, info->num_heads, info->head_dim,
                                             1.0f / sqrtf((float)info->head_dim), false};
         m->pooled_attention = kern_attention_pooled_supported(&ap);
+        const size_t n_ident = (size_t)max_tail + 1;
+        int32_t *ident = max_tail > 0 ? malloc(n_ident * sizeof *ident) : NULL;
+        if (max_tail > 0) {
+            if (!ident) {
+                rc = com_error_set(err, COM_ENOMEM, "bert cuda: out of memory");
+                goto err;
+            }
+            for (size_t t = 0; t < n_ident; t++)
+                ident[t] = (int32_t)t;
+            cudaError_t ce = cudaSuccess;
+            if ((rc = s_dalloc(m, n_ident * sizeof *ident, (void **)&m->ident, err)) == 0 &&
+                (ce = cudaMemcpy(m->ident, ident, n_ident * sizeof *ident,
+                                 cudaMemcpyHostToDevice)) != cudaSuccess)
+                rc = kern_check_fail(err, "cudaMemcpy(ident)", cudaGetErrorName(ce),
+                                     cudaGetErrorString(ce), __func__, __FILE__, __LINE__);
+            free(ident);
+            if (rc != 0)
+                goto err;
+        }
     }
     const double acts_ms = (com_clock_mono_us() - t0) / 1e3;
     t0 = com_clock_mono_us();
