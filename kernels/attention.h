@@ -117,9 +117,11 @@ int kern_attention_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, ui
  * For a last layer that keeps only those rows (worker/model_bert_cuda.c). The wgmma kernel with
  * one CTA a (sequence, head) walking the sequence's keys (its 64-row tile holds the one live
  * row), *n_seqs (device, read before the PDL wait like cu_seqlens) <= max_seqs sequences, the grid
- * sized by max_seqs. Compute capability 9.0 and head dim 32 / 64 only, else COM_EUNSUPPORTED (the
- * caller then runs kern_attention_cuda, whose other rows are merely extra); the other arguments
- * as kern_attention_cuda's (out 16-byte aligned, ldo a multiple of 8). Reference:
+ * sized by max_seqs; every sequence holds at least one token (an empty one would leave its CTA
+ * waiting for keys that are never loaded; the engine refuses empty sequences, worker/engine.c).
+ * Compute capability 9.0 and head dim 32 / 64 only, else COM_EUNSUPPORTED (the caller then runs
+ * kern_attention_cuda, whose other rows are merely extra); the other arguments as
+ * kern_attention_cuda's (out 16-byte aligned, ldo a multiple of 8). Reference:
  * kern_attention_rows_ref. */
 bool kern_attention_pooled_supported(const kern_attention_params_t *p); /* on this device */
 int kern_attention_pooled_cuda(const kern_attention_params_t *p, kern_dtype_t dtype, uint16_t *out,
