@@ -3,7 +3,7 @@
 # /work/shared/GPU-HOST.md), run from the repository root. In order, each step logged to $OUT:
 #   1. build (Release, -DEMBER_CUDA=ON, arch 90) into build-gpu — or use prebuilt binaries
 #      (--prebuilt DIR, made on the dev box with `ops/gpu-check.sh --pack DIR BUILD_DIR`);
-#   2. seeded random-weight models of all-MiniLM-L6-v2 and BERT-base shape
+#   2. seeded random-weight models of all-MiniLM-L6-v2 and BERT-base shape and their CLS twins
 #      (bench/gpu/make_random_models.py, transformers);
 #   3. the gpu-labelled tests (the kernels_cuda and engine_cuda binaries), against the
 #      MiniLM-shaped model;
@@ -11,7 +11,9 @@
 #      and, when the packed DIR holds the real all-MiniLM-L6-v2 (real-minilm/, a bf16 copy made by
 #      --pack), the engine with the real weights vs sentence-transformers (check_real_model.py);
 #   5. kernel bench (bench_kernels_cuda), engine bench (bench_engine_cuda) and the transformers
-#      bf16 peer, eager and CUDA graph (bench/gpu/transformers_peer.py), for both model shapes;
+#      bf16 peer, eager and CUDA graph (bench/gpu/transformers_peer.py), for both model shapes
+#      (the engine also on their CLS twins, whose last layer it prunes; the peer's cost is the
+#      same under either pooling, so it runs on the base models only);
 #   6. a summary table (PASS/FAIL + the headline numbers); JSON files and logs in $OUT;
 #   7. (only when --steps names it; before the summary) bench/gpu/profile_engine.sh: per-kernel
 #      times of one eager pass under Nsight Compute, into $OUT/profile/.
@@ -125,7 +127,7 @@ fi
 want() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 
 step "2. random-weight models"
-if [ -f "$MODELS/bert-base/model.safetensors" ]; then
+if [ -f "$MODELS/bert-base-cls/model.safetensors" ]; then
     record "models (already there)" PASS
 elif python3 bench/gpu/make_random_models.py "$MODELS" > "$OUT/models.log" 2>&1; then
     record models PASS; else tail -20 "$OUT/models.log"; record models FAIL; fi
@@ -175,9 +177,12 @@ if want 5; then
     if [ $ENGINE_ONLY -eq 0 ]; then
         "$BIN_KB" "$OUT/bench_kernels.json" 50 > "$OUT/bench_kernels.log" 2>&1 && record "bench kernels" PASS || record "bench kernels" FAIL
     fi
-    for m in minilm bert-base; do
+    # the CLS twins (same weights, CLS pooling: the pruned last layer) beside the targets' models;
+    # transformers computes every row whatever the pooling, so their peer is the base model's
+    for m in minilm bert-base minilm-cls bert-base-cls; do
         "$BIN_EB" bench "$MODELS/$m" "$m" "$OUT/bench_engine_$m.json" $REPS spin=5000 > "$OUT/bench_engine_$m.log" 2>&1 &&
             record "bench engine $m" PASS || { tail -5 "$OUT/bench_engine_$m.log"; record "bench engine $m" FAIL; }
+        [ "${m%-cls}" = "$m" ] || continue
         python3 bench/gpu/transformers_peer.py "$MODELS/$m" "$m" "$OUT/peer_$m.json" $((REPS / 2)) \
             > "$OUT/peer_$m.log" 2>&1 && record "peer $m" PASS || { tail -5 "$OUT/peer_$m.log"; record "peer $m" FAIL; }
     done
@@ -202,37 +207,40 @@ def load(n):
     except Exception:
         return None
 targets = {"minilm": (0.12, 15e6), "bert-base": (0.35, 3.0e6)}
-print(f"{'model':<10} {'metric':<34} {'ember':>12} {'hf eager':>12} {'hf graph':>12} {'target':>10}")
-for m in ["minilm", "bert-base"]:
-    e, p = load(f"bench_engine_{m}.json"), load(f"peer_{m}.json")
+nan = float("nan")
+print(f"{'model':<13} {'metric':<34} {'ember':>12} {'hf eager':>12} {'hf graph':>12} {'target':>10}")
+for m in ["minilm", "bert-base", "minilm-cls", "bert-base-cls"]:
+    # a CLS twin's peer is its base model's run (transformers computes every row either way)
+    e, p = load(f"bench_engine_{m}.json"), load(f"peer_{m.removesuffix('-cls')}.json")
+    tb, tr = (f"{targets[m][0]:.2f}", f"{targets[m][1] / 1e6:.1f}") if m in targets else ("-", "-")
     if not e:
-        print(f"{m:<10} (no engine bench)"); continue
+        print(f"{m:<13} (no engine bench)"); continue
     b1 = e["batch1_128"]["median_ms"]
-    pe = p["batch1_128"]["eager"]["median_ms"] if p else float("nan")
-    pg = p["batch1_128"]["graph"]["median_ms"] if p else float("nan")
-    print(f"{m:<10} {'batch 1 x 128, ms (median)':<34} {b1:>12.4f} {pe:>12.4f} {pg:>12.4f} {targets[m][0]:>10.2f}")
+    pe = p["batch1_128"]["eager"]["median_ms"] if p else nan
+    pg = p["batch1_128"]["graph"]["median_ms"] if p else nan
+    print(f"{m:<13} {'batch 1 x 128, ms (median)':<34} {b1:>12.4f} {pe:>12.4f} {pg:>12.4f} {tb:>10}")
     r = e["ragged100"]
     best = max(r["one_batch"]["tokens_per_s"], r["four_batches"]["tokens_per_s"])
     if p:
         t = p["ragged100"]["tokens"]
         pe_t, pg_t = t / p["ragged100"]["eager"]["median_ms"] * 1e3, t / p["ragged100"]["graph"]["median_ms"] * 1e3
     else:
-        pe_t = pg_t = float("nan")
-    print(f"{m:<10} {'100 ragged texts, M tok/s':<34} {best/1e6:>12.2f} {pe_t/1e6:>12.2f} {pg_t/1e6:>12.2f} {targets[m][1]/1e6:>10.1f}")
+        pe_t = pg_t = nan
+    print(f"{m:<13} {'100 ragged texts, M tok/s':<34} {best/1e6:>12.2f} {pe_t/1e6:>12.2f} {pg_t/1e6:>12.2f} {tr:>10}")
     for x in e["latency_vs_tokens"]:
         k = f"tokens_{x['tokens']}"
-        pp = p[k]["graph"]["median_ms"] if p and k in p else float("nan")
-        pq = p[k]["eager"]["median_ms"] if p and k in p else float("nan")
-        print(f"{m:<10} {'latency ' + str(x['tokens']) + ' tokens, ms':<34} {x['median_ms']:>12.4f} {pq:>12.4f} {pp:>12.4f}")
+        pp = p[k]["graph"]["median_ms"] if p and k in p else nan
+        pq = p[k]["eager"]["median_ms"] if p and k in p else nan
+        print(f"{m:<13} {'latency ' + str(x['tokens']) + ' tokens, ms':<34} {x['median_ms']:>12.4f} {pq:>12.4f} {pp:>12.4f}")
     en = (e.get("energy") or {}).get("ragged100_copies_in_flight")
     pen = ((p or {}).get("energy") or {}).get("ragged100_graph")
     if en:  # NVML's reading (bench/bench_energy.h): at the power cap throughput is energy
-        print(f"{m:<10} energy, ragged texts in flight: {en['mj_per_1000_tokens']:.1f} mJ per 1000 tokens "
+        print(f"{m:<13} energy, ragged texts in flight: {en['mj_per_1000_tokens']:.1f} mJ per 1000 tokens "
               f"({en['watts']:.0f} W, SM clock median {en['sm_mhz_median']:.0f} MHz)"
               + (f"; transformers + graph {pen['mj_per_1000_tokens']:.1f} ({pen['watts']:.0f} W)"
                  if pen else ""))
     s = e["startup"]
-    print(f"{m:<10} graphs: {s['buckets']} buckets, capture-all {s['capture_all_graph_ms']:.0f} ms "
+    print(f"{m:<13} graphs: {s['buckets']} buckets, capture-all {s['capture_all_graph_ms']:.0f} ms "
           f"(start-up {s['capture_all_ms']:.0f} ms vs lazy {s['lazy_ms']:.0f} ms); lazy run captured "
           f"{s['graphs_lazy_run']} graphs in {s['capture_lazy_ms']:.1f} ms")
 r = load("check_real_model.json")
@@ -244,7 +252,7 @@ c = load("check_engine.json")
 if c:
     for m in ["minilm", "bert-base", "minilm-cls", "bert-base-cls"]:
         for k, v in c.get(m, {}).get("checks", {}).items():
-            print(f"{m:<10} worst cosine {k:<32} {v['worst_cosine']:.7f} ({v['n']}) {'PASS' if v['pass'] else 'FAIL'}")
+            print(f"{m:<13} worst cosine {k:<32} {v['worst_cosine']:.7f} ({v['n']}) {'PASS' if v['pass'] else 'FAIL'}")
 PY
 echo
 echo "== gpu-check results =="
