@@ -16,10 +16,13 @@ from nvml_energy import EnergyMeter
 
 SHAPES = [  # name, n (rows), in (K), out (N)
     ("square 8192", 8192, 8192, 8192),
+    ("square 4096", 4096, 4096, 4096),
     ("minilm qkv", 16384, 384, 1152),
+    ("minilm out", 16384, 384, 384),
     ("minilm ffn1", 16384, 384, 1536),
     ("minilm ffn2", 16384, 1536, 384),
     ("bert-base qkv", 16384, 768, 2304),
+    ("bert-base out", 16384, 768, 768),
     ("bert-base ffn1", 16384, 768, 3072),
     ("bert-base ffn2", 16384, 3072, 768),
 ]
