@@ -13,23 +13,24 @@
 #     GEMMs take split-K), each variant tuning its own GEMMs
 #  4. if time is left: the CUPTI trace of both models' 1 x 128 graphs on P and S; the idle board
 # Device: mkdir -p .gpucarry && tar xJf .gpupack/s42m.tar.xz -C .gpucarry &&
-#         bash docs/results/2026-12-05-h200-session42/s42c.sh
+#         bash docs/results/2026-12-05-h200-session42/s42c.sh [END_SECONDS, default 420]
 . bench/gpu/variant_steps.sh
 variant_setup s42c
-timeout 100 python3 bench/gpu/gemm_ceiling.py "$R/gemm_ceiling.json" > "$R/gemm_ceiling.txt" 2>&1
+END=${1:-420} # seconds the call may take (the session's device time left, less start-up)
+timeout 90 python3 bench/gpu/gemm_ceiling.py "$R/gemm_ceiling.json" > "$R/gemm_ceiling.txt" 2>&1
 echo "== gemm_ceiling rc $? at $SECONDS s"
 cat "$R/gemm_ceiling.txt"
 cp "$R/gemm_ceiling.json" "$R/gemm_ceiling.keep"
-/usr/bin/time -v timeout 240 "$C/binS/kernels_cuda" linear linear_ln linear_fold > "$R/kernels_S.log" 2>&1
+/usr/bin/time -v timeout $((END / 2 - SECONDS)) "$C/binS/kernels_cuda" linear linear_ln linear_fold > "$R/kernels_S.log" 2>&1
 echo "== kernels_cuda S rc $? at $SECONDS s"
 grep -E "CHECK failed|passed|plans checked|Elapsed|User time|System time|context switches" "$R/kernels_S.log" | head -20
-AB_ITERS=1000 timeout $((520 - SECONDS)) bench/gpu/engine_ab.sh "$R/ab.txt" /tmp/m b1_128,256,512 2 \
+AB_ITERS=1000 timeout $((END - 30 - SECONDS)) bench/gpu/engine_ab.sh "$R/ab.txt" /tmp/m b1_128,256,512 2 \
     P="$C/binP" S="$C/binS" > "$R/ab.log" 2>&1
 echo "== engine A/B rc $? at $SECONDS s"
 ab_table "$R/ab.txt" 2>&1 | tail -20
 for v in P S; do
     for m in minilm bert-base; do
-        [ $SECONDS -lt 530 ] || break 2
+        [ $SECONDS -lt $((END - 15)) ] || break 2
         cp "/tmp/engine_ab_tc_${m}_$v" "/tmp/tc_trace" 2>/dev/null
         EMBER_TUNE_CACHE=/tmp/tc_trace CUDA_INJECTION64_PATH=$C/trace/libember_kernel_trace.so \
             EMBER_TRACE_OUT=$R/t_${m}_$v.csv timeout 30 "$C/bin$v/bench_engine_cuda" profile \
