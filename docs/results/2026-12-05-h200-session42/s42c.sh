@@ -6,11 +6,11 @@
 #  1. the board's GEMM ceiling in joules (bench/gpu/gemm_ceiling.py, prepared in session 37, never
 #     run): is 0.87 TFLOP per joule, the best of the engine's GEMMs at the cap, the board's best?
 #     (docs/benchmarks.md forty-first round: what BERT-base's 3.0 M tok/s needs)
-#  2. kernels_cuda linear linear_ln linear_fold on S (every split-K configuration, every epilogue,
+#  2. engine A/B P against S, MiniLM and BERT-base at 128 / 256 / 512 tokens (the buckets whose
+#     GEMMs take split-K), each variant tuning its own GEMMs
+#  3. kernels_cuda linear linear_ln linear_fold on S (every split-K configuration, every epilogue,
 #     both types), under /usr/bin/time (session 41's H100: linear + linear_ln 130 s wall with 5 min
 #     of system time: where does it go?)
-#  3. engine A/B P against S, MiniLM and BERT-base at 128 / 256 / 512 tokens (the buckets whose
-#     GEMMs take split-K), each variant tuning its own GEMMs
 #  4. if time is left: the CUPTI trace of both models' 1 x 128 graphs on P and S; the idle board
 # Device: mkdir -p .gpucarry && tar xJf .gpupack/s42m.tar.xz -C .gpucarry &&
 #         bash docs/results/2026-12-05-h200-session42/s42c.sh [END_SECONDS, default 420]
@@ -21,13 +21,13 @@ timeout 90 python3 bench/gpu/gemm_ceiling.py "$R/gemm_ceiling.json" > "$R/gemm_c
 echo "== gemm_ceiling rc $? at $SECONDS s"
 cat "$R/gemm_ceiling.txt"
 cp "$R/gemm_ceiling.json" "$R/gemm_ceiling.keep"
-/usr/bin/time -v timeout $((END / 2 - SECONDS)) "$C/binS/kernels_cuda" linear linear_ln linear_fold > "$R/kernels_S.log" 2>&1
-echo "== kernels_cuda S rc $? at $SECONDS s"
-grep -E "CHECK failed|passed|plans checked|Elapsed|User time|System time|context switches" "$R/kernels_S.log" | head -20
-AB_ITERS=1000 timeout $((END - 30 - SECONDS)) bench/gpu/engine_ab.sh "$R/ab.txt" /tmp/m b1_128,256,512 2 \
+AB_ITERS=1000 timeout $((END / 2 + 60 - SECONDS)) bench/gpu/engine_ab.sh "$R/ab.txt" /tmp/m b1_128,256,512 2 \
     P="$C/binP" S="$C/binS" > "$R/ab.log" 2>&1
 echo "== engine A/B rc $? at $SECONDS s"
 ab_table "$R/ab.txt" 2>&1 | tail -20
+/usr/bin/time -v timeout $((END - 20 - SECONDS)) "$C/binS/kernels_cuda" linear linear_ln linear_fold > "$R/kernels_S.log" 2>&1
+echo "== kernels_cuda S rc $? at $SECONDS s"
+grep -E "CHECK failed|passed|plans checked|Elapsed|User time|System time|context switches" "$R/kernels_S.log" | head -20
 for v in P S; do
     for m in minilm bert-base; do
         [ $SECONDS -lt $((END - 15)) ] || break 2
