@@ -3,7 +3,10 @@
 CPU, no GPU needed: the real all-MiniLM-L6-v2 through transformers in fp32, with the inputs and
 weights of chosen Linear layers rounded to a narrower type first (fp32 arithmetic after that, as
 a tensor core accumulates): FP8 E4M3 with a scale per weight row (output channel) and per token
-(row of the activations), or bf16 / binary16 as the control the engine's types give. Each
+(row of the activations), or with a scale per 32 elements of K on both (e4m3b32), or bf16 /
+binary16 as the control the engine's types give; then the attention in FP8 as FlashAttention-3
+computes it (Q and K a scale per token and head, P one fixed scale, V a scale per channel),
+through transformers' eager attention. Each
 embedding (masked mean, L2-normalised, as sentence-transformers pools this model) is compared
 with the unrounded model's by cosine. Prints a table; writes OUT when --out is given.
 Usage: fp8_study.py --model models/all-MiniLM-L6-v2 --texts TEXTS [--n 64] [--out OUT.json]"""
@@ -12,6 +15,7 @@ import json
 import types
 
 import torch
+import transformers.models.bert.modeling_bert as modeling_bert
 from transformers import AutoModel, AutoTokenizer
 
 E4M3_MAX = 448.0
@@ -32,9 +36,18 @@ def round_e4m3(x, dim):
     return (x / s).to(torch.float8_e4m3fn).float() * s
 
 
+def round_e4m3_b32(x, dim):
+    """x rounded to E4M3 with one scale per 32 consecutive elements of its last dim (K)"""
+    del dim
+    b = x.reshape(*x.shape[:-1], x.shape[-1] // 32, 32)
+    return round_e4m3(b, -1).reshape(x.shape)
+
+
 def rounder(kind):
     if kind == "e4m3":
         return round_e4m3
+    if kind == "e4m3b32":
+        return round_e4m3_b32
     t = {"bf16": torch.bfloat16, "f16": torch.float16}[kind]
     return lambda x, dim: x.to(t).float()
 
@@ -63,6 +76,21 @@ def unpatch(model):
         mod.__dict__.pop("forward", None)
 
 
+def fp8_attention(qk, pv):
+    """transformers' eager attention with Q, K (qk) and P, V (pv) rounded to E4M3"""
+    def forward(module, q, k, v, mask, scaling=None, dropout=0.0, **kwargs):
+        del module, dropout, kwargs
+        if qk:
+            q, k = round_e4m3(q, -1), round_e4m3(k, -1)
+        w = torch.matmul(q, k.transpose(2, 3)) * (scaling or q.size(-1) ** -0.5)
+        w = torch.softmax(w if mask is None else w + mask, dim=-1)
+        if pv:
+            w = (w * E4M3_MAX).to(torch.float8_e4m3fn).float() / E4M3_MAX
+            v = round_e4m3(v, -2)
+        return torch.matmul(w, v).transpose(1, 2).contiguous(), w
+    return forward
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -71,21 +99,30 @@ def main():
     ap.add_argument("--out")
     a = ap.parse_args()
     tok = AutoTokenizer.from_pretrained(a.model)
-    model = AutoModel.from_pretrained(a.model).float().eval()
+    model = AutoModel.from_pretrained(a.model, attn_implementation="eager").float().eval()
     texts = [t.strip() for t in open(a.texts, encoding="utf-8") if t.strip()][: a.n]
     enc = tok(texts, padding=True, truncation=True, max_length=512, return_tensors="pt")
     ref = embed(model, enc)
     rows = []
     print(f"{len(texts)} texts; cosine to the fp32 model (bar 0.9999)")
-    print(f"{'type':6} {'layers':9} {'worst':>9} {'median':>9}")
-    for kind in ("bf16", "f16", "e4m3"):
-        for group in (["all"] if kind != "e4m3" else list(GROUPS)):
-            unpatch(model)
+    print(f"{'type':8} {'layers':14} {'worst':>9} {'median':>9}")
+    cases = [("bf16", "all"), ("f16", "all")] + [("e4m3", g) for g in GROUPS] + \
+        [("e4m3b32", "out-proj"), ("e4m3b32", "FFN-up")] + \
+        [("e4m3", "attention " + w) for w in ("QK", "PV", "QKPV")]
+    eager = modeling_bert.eager_attention_forward
+    for kind, group in cases:
+        unpatch(model)
+        if group.startswith("attention"):
+            w = group.split()[1]
+            modeling_bert.eager_attention_forward = fp8_attention("QK" in w, "PV" in w)
+        else:
+            modeling_bert.eager_attention_forward = eager
             patch(model, GROUPS[group], rounder(kind))
-            c = (embed(model, enc) * ref).sum(-1)
-            rows.append({"type": kind, "layers": group, "worst": c.min().item(),
-                         "median": c.median().item()})
-            print(f"{kind:6} {group:9} {rows[-1]['worst']:9.6f} {rows[-1]['median']:9.6f}")
+        c = (embed(model, enc) * ref).sum(-1)
+        rows.append({"type": kind, "layers": group, "worst": c.min().item(),
+                     "median": c.median().item()})
+        print(f"{kind:8} {group:14} {rows[-1]['worst']:9.6f} {rows[-1]['median']:9.6f}")
+    modeling_bert.eager_attention_forward = eager
     if a.out:
         with open(a.out, "w", encoding="utf-8") as f:
             json.dump({"model": a.model, "texts": len(texts), "rows": rows}, f, indent=1)
