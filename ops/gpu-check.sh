@@ -207,9 +207,10 @@ def load(n):
     except Exception:
         return None
 targets = {"minilm": (0.12, 15e6), "bert-base": (0.35, 3.0e6)}
+models = ["minilm", "bert-base", "minilm-cls", "bert-base-cls"]  # the CLS twins: the pruned layer
 nan = float("nan")
 print(f"{'model':<13} {'metric':<34} {'ember':>12} {'hf eager':>12} {'hf graph':>12} {'target':>10}")
-for m in ["minilm", "bert-base", "minilm-cls", "bert-base-cls"]:
+for m in models:
     # a CLS twin's peer is its base model's run (transformers computes every row either way)
     e, p = load(f"bench_engine_{m}.json"), load(f"peer_{m.removesuffix('-cls')}.json")
     tb, tr = (f"{targets[m][0]:.2f}", f"{targets[m][1] / 1e6:.1f}") if m in targets else ("-", "-")
@@ -250,7 +251,7 @@ if r:
             print(f"{'real MiniLM':<10} worst cosine vs ST {k:<40} {v['worst_cosine']:.7f} ({v['n']}) {'PASS' if v['pass'] else 'FAIL'}")
 c = load("check_engine.json")
 if c:
-    for m in ["minilm", "bert-base", "minilm-cls", "bert-base-cls"]:
+    for m in models:
         for k, v in c.get(m, {}).get("checks", {}).items():
             print(f"{m:<13} worst cosine {k:<32} {v['worst_cosine']:.7f} ({v['n']}) {'PASS' if v['pass'] else 'FAIL'}")
 PY
