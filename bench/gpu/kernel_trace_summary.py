@@ -4,6 +4,7 @@ CSV that bench/gpu/kernel_trace.c writes (CUPTI: every kernel's GPU start and en
 EMBER_TRACE_API=1 every runtime call's host start and end, in one time base).
 
 Usage: kernel_trace_summary.py TRACE.csv [LAST] [OUT.json]
+       kernel_trace_summary.py TRACE.csv LAST --all
   Takes the last LAST graph launches (default 200) whose kernels match the last launch's (same
   names in the same order: one bucket's graph, whichever slot and lane). Per kernel position,
   medians over those launches of: its duration (start to end; with programmatic dependent launch a
@@ -11,6 +12,10 @@ Usage: kernel_trace_summary.py TRACE.csv [LAST] [OUT.json]
   (negative: started early), and its end less the previous kernel's end, which is what it adds to
   the pass. Then the pass's span (first start to last end) and, with the runtime calls traced, the
   cudaGraphLaunch call's duration and how long after the call's start the first kernel starts.
+  --all: the last LAST launches of every graph (a ragged batch's chunks run graphs of several
+  buckets), what each kernel adds summed by kernel name over them, the GPU's idle time between
+  launches (no kernel running), and the window's wall time; for one lane (lanes=1), where the
+  adds of consecutive launches tile the window.
 """
 import collections
 import csv
@@ -46,6 +51,30 @@ def short(name):
     return name[:72]
 
 
+def by_kernel_name(runs, last):
+    """--all: each kernel's adds (its end less the previous kernel's end in its launch) summed by
+    name over the last LAST launches of any graph, and the idle time between those launches"""
+    runs = runs[-last:]
+    names = demangle(sorted({k[2] for r in runs for k in r}))
+    total = collections.Counter()
+    for r in runs:
+        for i, (s, e, n) in enumerate(r):
+            total[short(names[n])] += e - (r[i - 1][1] if i else s)
+    ends = sorted((r[0][0], max(k[1] for k in r)) for r in runs)
+    idle, reach = 0, ends[0][1]
+    for s, e in ends[1:]:
+        idle += max(0, s - reach)
+        reach = max(reach, e)
+    wall = reach - ends[0][0]
+    busy = sum(total.values())
+    print(f"{len(runs)} launches ({len({len(r) for r in runs})} distinct graph lengths); window "
+          f"{wall / 1e6:.3f} ms, kernels' adds {busy / 1e6:.3f} ms, idle between launches "
+          f"{idle / 1e6:.3f} ms ({100 * idle / wall:.1f}%)")
+    print(f"{'ms':>9} {'share':>6}  kernel")
+    for name, ns in total.most_common():
+        print(f"{ns / 1e6:9.3f} {100 * ns / wall:5.1f}%  {name}")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -62,6 +91,9 @@ def main():
     if not kernels:
         sys.exit("no graph kernels in the trace")
     runs = [sorted(kernels[c]) for c in sorted(kernels, key=lambda c: min(kernels[c])[0])]
+    if "--all" in sys.argv[3:]:
+        by_kernel_name(runs, last)
+        return
     corr = sorted(kernels, key=lambda c: min(kernels[c])[0])
     sig = [k[2] for k in runs[-1]]
     picked = [(c, r) for c, r in zip(corr, runs) if [k[2] for k in r] == sig][-last:]
