@@ -18,6 +18,8 @@
 #   ab_summary FILE             engine_ab.sh's output, one line per case (wall and GPU medians)
 #   ab_table RAW...             engine_ab.sh's raw OUT files as one table: each label's wall
 #                               range and median over the rounds, against the first label's
+#   idle_board                  the idle board's power, SM clock and temperature for 2 s
+#                               (nvidia-smi every 200 ms) into $R/idle.csv; prints them
 #   variant_finish NAME         $OUT/NAME.tar of $R without its JSON, $R removed
 variant_setup() {
     C=$PWD/.gpucarry R=$OUT/$1
@@ -68,6 +70,13 @@ ab_table() {
 }
 ab_summary() {
     grep -E "==|wall" "$1" | sed -E 's/profile \/tmp\/m\///; s/ p99.*GPU median/ GPU/; s/, submit.*//; s/ \(2 chunks.*//'
+}
+idle_board() {
+    nvidia-smi --query-gpu=power.draw,clocks.sm,temperature.gpu --format=csv -lms 200 >"$R/idle.csv" &
+    sleep 2
+    kill $!
+    echo "== idle board:"
+    sort -u "$R/idle.csv" | head -4
 }
 variant_finish() {
     rm -f "$R"/*.json

@@ -43,9 +43,5 @@ for v in P S; do
         gzip -f "$R/t_${m}_$v.csv"
     done
 done
-nvidia-smi --query-gpu=power.draw,clocks.sm,temperature.gpu --format=csv -lms 200 > "$R/idle.csv" &
-sleep 2
-kill $!
-echo "== idle board:"
-sort -u "$R/idle.csv" | head -4
+idle_board
 variant_finish s42c

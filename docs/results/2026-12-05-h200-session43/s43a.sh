@@ -23,9 +23,5 @@ for spec in bert-base:bf16:ffn2 bert-base:f16:ffn2 bert-base:f16:qkv bert-base:f
     echo "== $m $dt $g rc $? at $SECONDS s"
     grep sustained "$R/g_${m}_${dt}_$g.txt" | cut -c1-160 | head -14
 done
-nvidia-smi --query-gpu=power.draw,clocks.sm,temperature.gpu --format=csv -lms 200 > "$R/idle.csv" &
-sleep 2
-kill $!
-echo "== idle board:"
-sort -u "$R/idle.csv" | head -4
+idle_board
 variant_finish s43a
