@@ -3,8 +3,7 @@
 CSV that bench/gpu/kernel_trace.c writes (CUPTI: every kernel's GPU start and end, and with
 EMBER_TRACE_API=1 every runtime call's host start and end, in one time base).
 
-Usage: kernel_trace_summary.py TRACE.csv [LAST] [OUT.json]
-       kernel_trace_summary.py TRACE.csv LAST --all
+Usage: kernel_trace_summary.py TRACE.csv [LAST] [OUT.json] [--all]
   Takes the last LAST graph launches (default 200) whose kernels match the last launch's (same
   names in the same order: one bucket's graph, whichever slot and lane). Per kernel position,
   medians over those launches of: its duration (start to end; with programmatic dependent launch a
@@ -12,7 +11,7 @@ Usage: kernel_trace_summary.py TRACE.csv [LAST] [OUT.json]
   (negative: started early), and its end less the previous kernel's end, which is what it adds to
   the pass. Then the pass's span (first start to last end) and, with the runtime calls traced, the
   cudaGraphLaunch call's duration and how long after the call's start the first kernel starts.
-  --all: the last LAST launches of every graph (a ragged batch's chunks run graphs of several
+  --all (no JSON): the last LAST launches of every graph (a ragged batch's chunks run graphs of several
   buckets), what each kernel adds summed by kernel name over them, the GPU's idle time between
   launches (no kernel running), and the window's wall time; for one lane (lanes=1), where the
   adds of consecutive launches tile the window.
@@ -76,12 +75,13 @@ def by_kernel_name(runs, last):
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = [a for a in sys.argv[1:] if a != "--all"]
+    if not args:
         sys.exit(__doc__)
-    last = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    last = int(args[1]) if len(args) > 1 else 200
     kernels = collections.defaultdict(list)  # correlation -> [(start, end, name)]
     launches = {}  # correlation -> (start, end) of its cudaGraphLaunch call
-    with open(sys.argv[1], newline="") as f:
+    with open(args[0], newline="") as f:
         for r in csv.DictReader(f):
             c = int(r["correlation"])
             if r["what"] == "kernel" and r["graph"] != "0":
@@ -90,11 +90,11 @@ def main():
                 launches[c] = (int(r["start_ns"]), int(r["end_ns"]))
     if not kernels:
         sys.exit("no graph kernels in the trace")
-    runs = [sorted(kernels[c]) for c in sorted(kernels, key=lambda c: min(kernels[c])[0])]
-    if "--all" in sys.argv[3:]:
+    corr = sorted(kernels, key=lambda c: min(kernels[c])[0])  # launches in start order
+    runs = [sorted(kernels[c]) for c in corr]
+    if "--all" in sys.argv[1:]:
         by_kernel_name(runs, last)
         return
-    corr = sorted(kernels, key=lambda c: min(kernels[c])[0])
     sig = [k[2] for k in runs[-1]]
     picked = [(c, r) for c, r in zip(corr, runs) if [k[2] for k in r] == sig][-last:]
     names = demangle(sorted(set(sig)))
@@ -125,8 +125,8 @@ def main():
         print(f"cudaGraphLaunch call {result['launch_call_us']:.2f} us; first kernel starts "
               f"{result['call_start_to_first_kernel_us']:.2f} us after the call's start "
               f"({result['call_end_to_first_kernel_us']:.2f} after its end)")
-    if len(sys.argv) > 3:
-        with open(sys.argv[3], "w") as f:
+    if len(args) > 2:
+        with open(args[2], "w") as f:
             json.dump(result, f, indent=1)
 
 
