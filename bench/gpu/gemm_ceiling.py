@@ -2,8 +2,9 @@
 at a large square shape and at the engine's GEMM shapes (MiniLM, BERT-base; 16384 tokens), bf16
 and fp16, each as a CUDA graph of 20 products replayed back to back for 1.5 s at the power cap,
 with the energy read as bench/gpu/nvml_energy.py reads it. The ratio of a shape's mJ per GFLOP
-to the square one's says how far K = 384 / 768 epilogue-heavy shapes are from the board's best
-(docs/benchmarks.md: MiniLM's GEMMs ~1.27 mJ per GFLOP, BERT-base's ~1.11).
+to the square one's says how far the models' shapes are from the board's best (docs/benchmarks.md,
+forty-second round, H200: square 4096^3 bf16 1.064 mJ per GFLOP, BERT-base's shapes 1.11-1.34,
+MiniLM's 1.29-1.62; the engine's own GEMMs within 0-3% of these).
 
     python3 bench/gpu/gemm_ceiling.py OUT.json      (GPU machine; prints a table)
 """
